@@ -49,7 +49,10 @@ fn start(dir: &Path, servers: &str, name: &str) -> ChildGuard {
             .args([
                 "run", "q.flow", "--no-api", "--var", servers, "--name", name,
             ])
+            // A checkpoint every 400 rows, and every 200 ms for the rows after the last one:
+            // an exactly-once sink writes what it holds only when a checkpoint commits.
             .args(["--checkpoint-dir", "ckpt", "--checkpoint-every", "400"])
+            .args(["--checkpoint-interval", "200ms"])
             .args(["--batch-size", "100", "--events"])
             .arg(format!("events-{name}.jsonl"))
             .current_dir(dir)
@@ -129,7 +132,28 @@ fn a_kafka_query_stopped_then_resumed_under_another_name_writes_no_row_twice() {
     wait_until_or_show(
         "the resumed run to write every row",
         || cluster.read_committed("out").len() >= expected.len(),
-        || log(dir.path(), "beta"),
+        || {
+            let mut got = cluster.read_committed("out");
+            got.sort();
+            let missing: Vec<&String> = expected
+                .iter()
+                .filter(|e| got.binary_search(e).is_err())
+                .collect();
+            let mut dup = got.clone();
+            dup.dedup();
+            format!(
+                "{} of {} rows (alpha had committed {committed}); {} missing, first {:?}, last {:?}; {} twice\n--alpha--\n{}\n--beta--\n{}",
+                got.len(),
+                expected.len(),
+                missing.len(),
+                missing.first(),
+                missing.last(),
+                got.len() - dup.len(),
+                log(dir.path(), "alpha"),
+                log(dir.path(), "beta")
+            ) + &std::fs::read_to_string(dir.path().join("events-beta.jsonl"))
+                .unwrap_or_default()
+        },
     );
     stop(dir.path(), &mut second, "beta");
     let mut got = cluster.read_committed("out");
