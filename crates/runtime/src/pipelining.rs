@@ -345,6 +345,7 @@ pub(crate) fn split(
             idle: with.idle,
             ended: false,
             finished: false,
+            stopped: false,
             exhausted: false,
             notices: None,
             suspended: false,

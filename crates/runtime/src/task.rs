@@ -28,6 +28,8 @@ pub(crate) struct Inlet {
     pub ended: bool,
     /// Its producer sent the watermark of +∞ (its input is finished, not stopped).
     pub finished: bool,
+    /// Its producer ended without +∞ (a stop): its event time stays where it stopped.
+    pub stopped: bool,
     /// Its producer said that no row will come again ([`Message::Exhausted`]; a watermark of
     /// +∞ says so too). Unlike `idle`, final.
     pub exhausted: bool,
@@ -50,6 +52,7 @@ impl Inlet {
             idle: false,
             ended: false,
             finished: false,
+            stopped: false,
             exhausted: false,
             notices: None,
             suspended: false,
@@ -227,7 +230,15 @@ impl OperatorTask {
                 Message::End => {
                     inlet.ended = true;
                     inlet.idle = false;
-                    inlet.watermark = Watermark::MAX;
+                    // A finished producer sent +∞ before its end. A stopped one did not: its
+                    // event time stays where it stopped, and the others' does not carry the
+                    // task's past it — the windows it would fire lack the rows the stopped
+                    // input has yet to read, which the resumed run reads (probe41 H3: partial
+                    // windows after a stop, at parallelism 2, written by an at-least-once sink).
+                    inlet.stopped = !inlet.finished;
+                    if inlet.finished {
+                        inlet.watermark = Watermark::MAX;
+                    }
                     let outcome = aligner.on_end(idx);
                     self.aligned(outcome, &mut aligner)?;
                     if self.open() > 0 {
@@ -479,7 +490,8 @@ impl OperatorTask {
             .map(|i| InputTime {
                 watermark: i.watermark,
                 idle: i.idle,
-                ended: i.ended,
+                // A stopped input counts at its last watermark, as if still open.
+                ended: i.ended && !i.stopped,
             })
             .collect();
         // Each input port's own event time first (an operator with a control input releases
@@ -552,3 +564,7 @@ enum Got {
     Command(Command),
     Notice(Notice),
 }
+
+#[cfg(test)]
+#[path = "task_stop_tests.rs"]
+mod stop_tests;
