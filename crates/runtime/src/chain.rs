@@ -95,6 +95,8 @@ pub(crate) struct Chain {
     /// A producer of the head's input gave up the end of its input after a stop
     /// ([`Message::GaveUp`]): no operator of this chain handles the end of its input.
     upstream_gave_up: bool,
+    /// The instance retired at a scale-down ([`Chain::retire`]).
+    retired: bool,
 }
 
 impl Chain {
@@ -113,6 +115,7 @@ impl Chain {
             end_gate: None,
             fail_after: None,
             upstream_gave_up: false,
+            retired: false,
         }
     }
 
@@ -134,6 +137,7 @@ impl Chain {
     /// its number).
     pub(crate) fn retire(&mut self) {
         self.control = None;
+        self.retired = true;
     }
 
     /// Asks `gate` before the end of the input is handled; `task` names the task instance.
@@ -444,6 +448,12 @@ impl Chain {
             for o in link.outlets.iter_mut() {
                 if gave_up {
                     send_msg(o, Message::GaveUp, &link.name)?;
+                }
+                // A retired instance sends no row again, and holds no key group: its event
+                // time is complete. Without +∞ its consumers would take its end for a stop's
+                // and hold their event time at its last watermark.
+                if self.retired {
+                    send_msg(o, Message::Watermark(Watermark::MAX), &link.name)?;
                 }
                 send_msg(o, Message::End, &link.name)?;
             }

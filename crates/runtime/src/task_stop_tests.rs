@@ -123,3 +123,33 @@ fn the_end_of_a_finished_input_lets_the_others_carry_the_task_s_event_time() {
         ["watermark 1000", "watermark 5000"]
     );
 }
+
+/// What a chain of one operator sends on its outlet at the end of its input, retired or not.
+fn sent_at_the_end(retired: bool) -> Vec<String> {
+    let (outlet, rx) = crate::channel::channel(16);
+    let route = crate::channel::Route::InTurn(crate::channel::InTurnRoute::new(vec![outlet]));
+    let op = Watcher {
+        log: Arc::default(),
+    };
+    let mut chain = Chain::new(vec![Link::for_test(0, Box::new(op), vec![vec![route]])], None);
+    if retired {
+        chain.retire();
+    }
+    chain.end_of_input().expect("ends");
+    rx.try_iter()
+        .map(|e| match e.msg {
+            Message::Watermark(w) if w == Watermark::MAX => "+∞".to_string(),
+            Message::End => "end".to_string(),
+            other => format!("{other:?}"),
+        })
+        .collect()
+}
+
+/// A stopped instance ends without +∞ (its consumers hold their event time at its last
+/// watermark, above); one retired at a scale-down sends +∞ first: it holds no key group
+/// and sends no row again, and its consumers' event time must go on without it.
+#[test]
+fn a_retired_instance_completes_its_event_time_before_its_end_and_a_stopped_one_does_not() {
+    assert_eq!(sent_at_the_end(false), ["end"]);
+    assert_eq!(sent_at_the_end(true), ["+∞", "end"]);
+}
