@@ -39,6 +39,11 @@ pub struct Checkpointing {
     pub settings: CheckpointSettings,
     /// The checkpoint to restore, already validated; `None` to start from the beginning.
     pub restore: Option<Validated>,
+    /// Restore every operator from `restore` and end without running: the checkpoint of a
+    /// query that finished, whose sinks' commit the run that took it may not have made (it
+    /// was killed in between). Their restore commits what the checkpoint holds; nothing is
+    /// read, and no checkpoint is taken. No source is built (its input may be gone).
+    pub commit_only: bool,
     /// Faults to inject (tests only).
     pub faults: Faults,
     /// When the checkpoint coordinator runs in another process (a cluster's coordinator):

@@ -140,7 +140,17 @@ pub(crate) fn instantiate(
     // there a replica fails its part as any task does.
     let resumable = net.as_deref().is_some_and(|n| n.resumption.is_some());
     let runs_here = |i: &TaskInstance| here.is_none_or(|h| h == i.worker);
-    let mut sources = build_sources(graph, topology, shared.ctx, wiring.as_deref(), &runs_here)?;
+    let commit_only = shared
+        .config
+        .checkpointing
+        .as_ref()
+        .is_some_and(|c| c.commit_only);
+    // Only restored, not run: the sources' input may be gone since the query finished.
+    let mut sources = if commit_only {
+        HashMap::new()
+    } else {
+        build_sources(graph, topology, shared.ctx, wiring.as_deref(), &runs_here)?
+    };
     let schema_of = |c: &Channel| {
         let (node, port) = topology
             .instance(c.from)?

@@ -174,6 +174,22 @@ pub fn run(
         tasks,
         source_commands,
     } = instantiate(graph, &topology, &shared, wiring.as_mut(), net.as_mut())?;
+    if config.checkpointing.as_ref().is_some_and(|c| c.commit_only) {
+        // Every operator was restored from the finished checkpoint: the sinks committed what
+        // it holds. Nothing runs.
+        info!(
+            instances = tasks.len(),
+            "restored from the checkpoint of a finished query, to commit what it holds; nothing runs"
+        );
+        drop((tasks, source_commands));
+        return Ok(RunSummary {
+            elapsed: started.elapsed(),
+            operators: operator_stats(graph, &counters),
+            stopped: false,
+            checkpoints: None,
+            channels,
+        });
+    }
     if let Some(net) = &mut net {
         net.connect()?;
     }

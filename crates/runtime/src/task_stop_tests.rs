@@ -131,7 +131,10 @@ fn sent_at_the_end(retired: bool) -> Vec<String> {
     let op = Watcher {
         log: Arc::default(),
     };
-    let mut chain = Chain::new(vec![Link::for_test(0, Box::new(op), vec![vec![route]])], None);
+    let mut chain = Chain::new(
+        vec![Link::for_test(0, Box::new(op), vec![vec![route]])],
+        None,
+    );
     if retired {
         chain.retire();
     }

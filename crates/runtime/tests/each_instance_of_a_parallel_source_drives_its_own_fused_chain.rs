@@ -261,6 +261,7 @@ fn run_query(chaining: bool, checkpoints: Option<&std::path::Path>) -> BTreeMap<
                 timeout: None,
             },
             restore: None,
+            commit_only: false,
             faults: Faults::default(),
             remote: None,
         }),

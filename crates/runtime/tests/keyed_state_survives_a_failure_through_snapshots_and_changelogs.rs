@@ -351,6 +351,7 @@ fn run_once(
                 timeout: None,
             },
             restore,
+            commit_only: false,
             faults: Faults::default(),
             remote: None,
         }),

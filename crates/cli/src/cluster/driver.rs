@@ -1064,6 +1064,7 @@ fn start_checkpointer(
                 ..checkpoint_settings(&compiled.args, dir)
             },
             restore,
+            commit_only: false,
             // `--inject-checkpoint-failure` (testing): the manifest of that checkpoint cannot
             // be written, as on a full disk, and the checkpoint is given up.
             faults: anduin_runtime::Faults {

@@ -180,6 +180,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
     let checkpointing = Checkpointing {
         settings: share.settings(args),
         restore,
+        commit_only: false,
         faults: anduin_runtime::Faults::default(),
         remote: Some(RemoteCoordinator {
             events: events_tx,

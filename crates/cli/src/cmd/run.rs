@@ -215,7 +215,30 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let mut query_digest = None;
     let checkpointing = match prepare_checkpoints(&args, &loaded, remote)? {
         Prepared::None => None,
-        Prepared::Finished(epoch) => {
+        Prepared::Finished(epoch, checkpointing, lineage, digest) => {
+            // The run that finished may have been killed before its sinks committed the
+            // last checkpoint (probe41 H1: an exactly-once Kafka sink's rows were lost): its
+            // operators are restored from it, which commits what it holds, and nothing runs.
+            execute(
+                &loaded,
+                &args.engine,
+                Execution {
+                    dead_letter,
+                    checkpointing: Some(*checkpointing),
+                    stop,
+                    query_file: Some(args.file.display().to_string()),
+                    events: events.events.clone(),
+                    control: None,
+                    network: None,
+                    end_gate: None,
+                    lineage: Some(lineage),
+                    query_digest: Some(digest),
+                },
+            )
+            .with_context(|| {
+                format!("this query already finished (checkpoint {epoch}), but what its sinks hold could not be committed; run it again to retry")
+            })?;
+            locks.ran();
             remove_stale_state_dirs(&loaded, &args.engine);
             eprintln!(
                 "anduin: this query already finished (checkpoint {epoch} in {}): nothing to do; pass --from-scratch to run it again",
@@ -372,8 +395,10 @@ pub fn checkpoint_settings(args: &RunArgs, dir: &std::path::Path) -> CheckpointS
 enum Prepared {
     /// No checkpoints.
     None,
-    /// The query finished at this checkpoint already.
-    Finished(u64),
+    /// The query finished at this checkpoint already: run only to restore it (its sinks
+    /// commit what it holds, [`Checkpointing::commit_only`]), in this lineage, as the query
+    /// of this digest.
+    Finished(u64, Box<Checkpointing>, String, String),
     /// No checkpoint can be restored and --from-scratch was not given (reported).
     Unusable,
     /// Run with these checkpoint settings, in this lineage ([`Store::lineage`]), as the query
@@ -415,8 +440,8 @@ fn prepare_checkpoints(args: &RunArgs, loaded: &Loaded, remote: Option<Store>) -
     let start = match &plan {
         RecoveryPlan::Fresh { asked: true, .. } => Some(LineageStart::StartOver),
         RecoveryPlan::Fresh { asked: false, .. } => Some(LineageStart::Fresh),
-        RecoveryPlan::Restore { .. } => Some(LineageStart::Resume),
-        RecoveryPlan::Finished { .. } | RecoveryPlan::Unusable { .. } => None,
+        RecoveryPlan::Restore { .. } | RecoveryPlan::Finished { .. } => Some(LineageStart::Resume),
+        RecoveryPlan::Unusable { .. } => None,
     };
     let fingerprint = plan_fingerprint(loaded, &args.engine)?;
     // The query and the code it calls: a UDF module edited between two runs makes other rows.
@@ -425,7 +450,11 @@ fn prepare_checkpoints(args: &RunArgs, loaded: &Loaded, remote: Option<Store>) -
     let digest = fingerprint.lineage_digest_with(&modules);
     // A checkpoint the query cannot resume from is refused before the lineage is taken: a
     // refused run leaves the lineage as it was.
-    if let (RecoveryPlan::Restore { .. }, Some(v)) = (&plan, &validated) {
+    let restores = matches!(
+        plan,
+        RecoveryPlan::Restore { .. } | RecoveryPlan::Finished { .. }
+    );
+    if let (true, Some(v)) = (restores, &validated) {
         if let Compatibility::Incompatible { operator, what } =
             compare(&v.manifest.plan, &fingerprint)
         {
@@ -449,6 +478,7 @@ fn prepare_checkpoints(args: &RunArgs, loaded: &Loaded, remote: Option<Store>) -
         }
         None => String::new(),
     };
+    let mut finished = None;
     let restore: Option<Validated> = match plan {
         RecoveryPlan::Fresh { remove, asked } => {
             store.remove(&remove).context(if asked {
@@ -466,7 +496,8 @@ fn prepare_checkpoints(args: &RunArgs, loaded: &Loaded, remote: Option<Store>) -
         }
         RecoveryPlan::Finished { epoch, remove } => {
             store.remove(&remove)?;
-            return Ok(Prepared::Finished(epoch.0));
+            finished = Some(epoch.0);
+            Some(validated.context("the finished checkpoint was validated")?)
         }
         RecoveryPlan::Restore {
             epoch,
@@ -498,22 +529,23 @@ fn prepare_checkpoints(args: &RunArgs, loaded: &Loaded, remote: Option<Store>) -
             return Ok(Prepared::Unusable);
         }
     };
-    Ok(Prepared::Run(
-        Box::new(Checkpointing {
-            settings: CheckpointSettings {
-                store: store.is_remote().then(|| store.clone()),
-                ..checkpoint_settings(args, &dir)
-            },
-            restore,
-            faults: Faults {
-                fail_checkpoint: args.inject_checkpoint_failure.map(Epoch),
-                deny_checkpoints_from: args.inject_checkpoints_denied_from.map(Epoch),
-            },
-            remote: None,
-        }),
-        lineage,
-        digest,
-    ))
+    let checkpointing = Box::new(Checkpointing {
+        settings: CheckpointSettings {
+            store: store.is_remote().then(|| store.clone()),
+            ..checkpoint_settings(args, &dir)
+        },
+        restore,
+        commit_only: finished.is_some(),
+        faults: Faults {
+            fail_checkpoint: args.inject_checkpoint_failure.map(Epoch),
+            deny_checkpoints_from: args.inject_checkpoints_denied_from.map(Epoch),
+        },
+        remote: None,
+    });
+    Ok(match finished {
+        Some(epoch) => Prepared::Finished(epoch, checkpointing, lineage, digest),
+        None => Prepared::Run(checkpointing, lineage, digest),
+    })
 }
 
 /// The fingerprint of `loaded` as a run with `engine`'s options plans it from nothing: whose

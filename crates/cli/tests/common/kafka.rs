@@ -36,6 +36,20 @@ impl Cluster {
             .expect("the topic is created");
     }
 
+    /// Answers the next `errors.len()` requests of `api` with these errors.
+    pub fn refuse(
+        &self,
+        api: rdkafka::types::RDKafkaApiKey,
+        errors: &[rdkafka::types::RDKafkaRespErr],
+    ) {
+        self.mock.request_errors(api, errors);
+    }
+
+    /// Answers requests of `api` again.
+    pub fn accept(&self, api: rdkafka::types::RDKafkaApiKey) {
+        self.mock.clear_request_errors(api);
+    }
+
     /// Writes `values` to `topic`, value `i` to partition `i % partitions`, and waits until
     /// every one is acknowledged.
     pub fn produce(&self, topic: &str, partitions: i32, values: &[String]) {

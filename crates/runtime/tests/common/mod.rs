@@ -63,6 +63,7 @@ pub fn checkpointing(
             timeout: None,
         },
         restore,
+        commit_only: false,
         faults: Faults::default(),
         remote: None,
     }

@@ -1,0 +1,120 @@
+//! probe41 H1: a run whose last checkpoint said the query finished, but that ended before its
+//! exactly-once Kafka sink committed that checkpoint (killed, or its commit failed), left
+//! its rows in the checkpoint's journal only; the next run said "this query already
+//! finished … nothing to do" and never wrote them. Now the next run restores the finished
+//! checkpoint's operators (the sink's restore commits its journal) and runs nothing.
+//!
+//! The first run's one commit is failed by the mock broker (every `AddPartitionsToTxn` refused while
+//! the run runs): it fails after its finished checkpoint. Run again with the broker well, the
+//! query writes every row once, and a third run has nothing left to do.
+
+use crate::common;
+
+use common::anduin;
+use common::kafka::Cluster;
+use rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
+
+const QUERY: &str = r#"
+type name = "Event" {
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "in", type = "kafka" {
+  param topic = "events"
+  param properties.bootstrap.servers = "${SERVERS}"
+  param format = "csv"
+  param bounded = true
+  output name = "events", type = "Event"
+}
+operator name = "low", type = "filter" {
+  input name = "events"
+  param condition = "value < 50"
+  output name = "low", type = "Event"
+}
+operator name = "out", type = "kafka" {
+  input name = "low"
+  param topic = "out"
+  param properties.bootstrap.servers = "${SERVERS}"
+  param format = "csv"
+}
+"#;
+
+#[test]
+fn a_finished_kafka_query_whose_last_commit_failed_commits_it_when_run_again() {
+    let cluster = Cluster::start();
+    cluster.topic("events", 2);
+    cluster.topic("out", 1);
+    let input: Vec<String> = (0..2_000u64)
+        .map(|i| format!("{},{},{}", 1_700_000_000_000 + i, i % 7, (i * 53) % 100))
+        .collect();
+    let mut expected: Vec<String> = input
+        .iter()
+        .filter(|r| r.rsplit(',').next().and_then(|v| v.parse::<u32>().ok()) < Some(50))
+        .cloned()
+        .collect();
+    expected.sort();
+    cluster.produce("events", 2, &input);
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("q.flow"), QUERY).expect("query");
+    let servers = format!("SERVERS={}", cluster.servers());
+    // One checkpoint: the last, which says the query finished.
+    let run = || {
+        anduin(
+            dir.path(),
+            &[
+                "run",
+                "q.flow",
+                "--no-api",
+                "-q",
+                "--var",
+                &servers,
+                "--checkpoint-dir",
+                "ckpt",
+                "--checkpoint-interval",
+                "1h",
+            ],
+        )
+    };
+
+    // A fatal answer to every commit: the sink cannot commit its one transaction.
+    let refused = [RDKafkaRespErr::RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED; 64];
+    cluster.refuse(RDKafkaApiKey::AddPartitionsToTxn, &refused);
+    let first = run();
+    let said = String::from_utf8_lossy(&first.stderr).to_string();
+    assert_ne!(first.status.code(), Some(0), "the commit failed: {said}");
+    assert!(
+        cluster.read_committed("out").is_empty(),
+        "nothing committed: {said}"
+    );
+    let manifest_says_finished = std::fs::read_dir(dir.path().join("ckpt"))
+        .expect("checkpoints")
+        .flatten()
+        .any(|e| {
+            std::fs::read_to_string(e.path().join("MANIFEST.json"))
+                .is_ok_and(|m| m.contains("\"finished\": true"))
+        });
+    assert!(
+        manifest_says_finished,
+        "the failed commit came after the checkpoint that says the query finished: {said}"
+    );
+
+    cluster.accept(RDKafkaApiKey::AddPartitionsToTxn);
+    let second = run();
+    let said = String::from_utf8_lossy(&second.stderr).to_string();
+    assert_eq!(second.status.code(), Some(0), "{said}");
+    assert!(said.contains("already finished"), "{said}");
+    let mut got = cluster.read_committed("out");
+    got.sort();
+    assert_eq!(
+        got.len(),
+        expected.len(),
+        "rows lost or written twice: {said}"
+    );
+    assert!(got == expected, "the rows differ from the filtered input");
+
+    // Committed once: run again, nothing more.
+    let third = run();
+    assert_eq!(third.status.code(), Some(0));
+    assert_eq!(cluster.read_committed("out").len(), expected.len());
+}
