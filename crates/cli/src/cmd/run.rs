@@ -215,30 +215,14 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let mut query_digest = None;
     let checkpointing = match prepare_checkpoints(&args, &loaded, remote)? {
         Prepared::None => None,
-        Prepared::Finished(epoch, checkpointing, lineage, digest) => {
+        Prepared::Finished(epoch, restore) => {
             // The run that finished may have been killed before its sinks committed the
             // last checkpoint (probe41 H1: an exactly-once Kafka sink's rows were lost): its
             // operators are restored from it, which commits what it holds, and nothing runs.
-            execute(
-                &loaded,
-                &args.engine,
-                Execution {
-                    dead_letter,
-                    checkpointing: Some(*checkpointing),
-                    stop,
-                    query_file: Some(args.file.display().to_string()),
-                    events: events.events.clone(),
-                    control: None,
-                    network: None,
-                    end_gate: None,
-                    lineage: Some(lineage),
-                    query_digest: Some(digest),
-                },
-            )
-            .with_context(|| {
-                format!("this query already finished (checkpoint {epoch}), but what its sinks hold could not be committed; run it again to retry")
-            })?;
-            locks.ran();
+            if let Some((checkpointing, digest)) = restore {
+                commit_finished(&loaded, &args, checkpointing, digest, dead_letter, epoch)?;
+                locks.ran();
+            }
             remove_stale_state_dirs(&loaded, &args.engine);
             eprintln!(
                 "anduin: this query already finished (checkpoint {epoch} in {}): nothing to do; pass --from-scratch to run it again",
@@ -396,9 +380,9 @@ enum Prepared {
     /// No checkpoints.
     None,
     /// The query finished at this checkpoint already: run only to restore it (its sinks
-    /// commit what it holds, [`Checkpointing::commit_only`]), in this lineage, as the query
-    /// of this digest.
-    Finished(u64, Box<Checkpointing>, String, String),
+    /// commit what it holds, [`Checkpointing::commit_only`]) as the query of this digest —
+    /// unless the query changed where state is kept since (`None`).
+    Finished(u64, Option<(Box<Checkpointing>, String)>),
     /// No checkpoint can be restored and --from-scratch was not given (reported).
     Unusable,
     /// Run with these checkpoint settings, in this lineage ([`Store::lineage`]), as the query
@@ -440,8 +424,8 @@ fn prepare_checkpoints(args: &RunArgs, loaded: &Loaded, remote: Option<Store>) -
     let start = match &plan {
         RecoveryPlan::Fresh { asked: true, .. } => Some(LineageStart::StartOver),
         RecoveryPlan::Fresh { asked: false, .. } => Some(LineageStart::Fresh),
-        RecoveryPlan::Restore { .. } | RecoveryPlan::Finished { .. } => Some(LineageStart::Resume),
-        RecoveryPlan::Unusable { .. } => None,
+        RecoveryPlan::Restore { .. } => Some(LineageStart::Resume),
+        RecoveryPlan::Finished { .. } | RecoveryPlan::Unusable { .. } => None,
     };
     let fingerprint = plan_fingerprint(loaded, &args.engine)?;
     // The query and the code it calls: a UDF module edited between two runs makes other rows.
@@ -450,11 +434,7 @@ fn prepare_checkpoints(args: &RunArgs, loaded: &Loaded, remote: Option<Store>) -
     let digest = fingerprint.lineage_digest_with(&modules);
     // A checkpoint the query cannot resume from is refused before the lineage is taken: a
     // refused run leaves the lineage as it was.
-    let restores = matches!(
-        plan,
-        RecoveryPlan::Restore { .. } | RecoveryPlan::Finished { .. }
-    );
-    if let (true, Some(v)) = (restores, &validated) {
+    if let (RecoveryPlan::Restore { .. }, Some(v)) = (&plan, &validated) {
         if let Compatibility::Incompatible { operator, what } =
             compare(&v.manifest.plan, &fingerprint)
         {
@@ -496,8 +476,17 @@ fn prepare_checkpoints(args: &RunArgs, loaded: &Loaded, remote: Option<Store>) -
         }
         RecoveryPlan::Finished { epoch, remove } => {
             store.remove(&remove)?;
+            let v = validated.context("the finished checkpoint was validated")?;
+            // Run again with options that change where state is kept (another state
+            // backend, another parallelism): its operators cannot be restored from it.
+            if let Compatibility::Incompatible { operator, what } =
+                compare(&v.manifest.plan, &fingerprint)
+            {
+                tracing::info!(epoch = epoch.0, operator, what, "the finished checkpoint is not restored: the query changed where state is kept since");
+                return Ok(Prepared::Finished(epoch.0, None));
+            }
             finished = Some(epoch.0);
-            Some(validated.context("the finished checkpoint was validated")?)
+            Some(v)
         }
         RecoveryPlan::Restore {
             epoch,
@@ -543,9 +532,42 @@ fn prepare_checkpoints(args: &RunArgs, loaded: &Loaded, remote: Option<Store>) -
         remote: None,
     });
     Ok(match finished {
-        Some(epoch) => Prepared::Finished(epoch, checkpointing, lineage, digest),
+        Some(epoch) => Prepared::Finished(epoch, Some((checkpointing, digest))),
         None => Prepared::Run(checkpointing, lineage, digest),
     })
+}
+
+/// Restores the operators of `loaded` from the checkpoint that says it finished (`epoch`),
+/// and runs nothing: the sinks' restore commits what the checkpoint holds, which the run that
+/// took it may not have (killed, or its commit failed, in between).
+fn commit_finished(
+    loaded: &Loaded,
+    args: &RunArgs,
+    checkpointing: Box<Checkpointing>,
+    digest: String,
+    dead_letter: DeadLetterTarget,
+    epoch: u64,
+) -> Result<()> {
+    execute(
+        loaded,
+        &args.engine,
+        Execution {
+            dead_letter,
+            checkpointing: Some(*checkpointing),
+            stop: Arc::new(AtomicBool::new(false)),
+            query_file: Some(args.file.display().to_string()),
+            events: anduin_runtime::Events::default(),
+            control: None,
+            network: None,
+            end_gate: None,
+            lineage: None,
+            query_digest: Some(digest),
+        },
+    )
+    .with_context(|| {
+        format!("this query already finished (checkpoint {epoch}), but what its sinks hold could not be committed; run it again to retry")
+    })?;
+    Ok(())
 }
 
 /// The fingerprint of `loaded` as a run with `engine`'s options plans it from nothing: whose
