@@ -7,6 +7,9 @@
 //! source asks (it has emitted N rows since the last barrier); when every source has ended,
 //! the last one is taken (its barrier ends the sources), and nothing after it. The first
 //! checkpoint of a run, and the one after a failure, is full; in between, one in `full_every`.
+//! A last checkpoint that fails is asked for again while a source still waits for a last
+//! barrier; once every source has taken one and ended, no checkpoint can complete any more,
+//! and the scheduler says so ([`Action::LastFailed`]) for the tasks waiting for a last commit.
 //!
 //! A coordinator that takes over a running query may find that the one before it had begun
 //! the last checkpoint: a source reports that it ended at that checkpoint's barrier
@@ -14,7 +17,7 @@
 //! the scheduler adopts that one ([`Action::Adopt`]) and completes it from the tasks'
 //! acknowledgements, which their executors send again.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use anduin_types::{Epoch, SnapshotKind};
 
@@ -164,6 +167,15 @@ pub enum Action {
         /// Its age (or the run's, before the first one), ms.
         age_ms: u64,
     },
+    /// The last checkpoint, `epoch`, failed (after its [`Action::Abandon`]) and every source
+    /// has ended at a last barrier: no checkpoint can complete any more. The tasks waiting
+    /// for the last commit (a sink that commits only with checkpoints) end without it; a run
+    /// resumed from the checkpoints does again what came after the last complete one.
+    /// Given once.
+    LastFailed {
+        /// The last checkpoint.
+        epoch: Epoch,
+    },
 }
 
 /// A checkpoint in flight.
@@ -206,6 +218,13 @@ pub struct Scheduler {
     /// The first checkpoint this scheduler triggered: one before it that a source ended at
     /// was begun by a coordinator before this one.
     first_own: Option<Epoch>,
+    /// The source tasks that took a last barrier and ended, with its checkpoint: none of
+    /// them takes a barrier again, so no later checkpoint can complete.
+    finished: BTreeMap<usize, Epoch>,
+    /// The last checkpoint that failed, while no [`Action::LastFailed`] has said so.
+    last_failed: Option<Epoch>,
+    /// [`Action::LastFailed`] was given.
+    over: bool,
 }
 
 /// How long no checkpoint is triggered after `failures` failed in a row: none after one
@@ -248,6 +267,9 @@ impl Scheduler {
             failures: 0,
             not_before: None,
             first_own: None,
+            finished: BTreeMap::new(),
+            last_failed: None,
+            over: false,
         }
     }
 
@@ -308,7 +330,9 @@ impl Scheduler {
             } => {
                 self.ended.insert(task);
                 self.any_stopped |= stopped;
+                self.finished.insert(task, epoch);
                 self.adopt(epoch, task, now_ms, &mut actions);
+                self.beyond_a_finished_source(epoch, task, now_ms, &mut actions);
             }
             Fact::Wanted => self.wanted = true,
             Fact::ReplicaLost { task } => {
@@ -328,6 +352,7 @@ impl Scheduler {
                     self.in_flight = None;
                 }
                 self.last_complete = Some(now_ms);
+                self.last_failed = None;
                 self.force_full = false;
                 self.failures = 0;
                 self.not_before = None;
@@ -336,7 +361,48 @@ impl Scheduler {
         self.expire(now_ms, &mut actions);
         self.due(now_ms, &mut actions);
         self.stale(now_ms, &mut actions);
+        self.nothing_left(&mut actions);
         actions
+    }
+
+    /// Source `task` ended at the last barrier, of checkpoint `epoch`, of this scheduler's:
+    /// a later checkpoint in flight (a last one asked for again after `epoch` failed, the
+    /// source's end not heard yet) never gets its barrier from it, and is abandoned.
+    fn beyond_a_finished_source(
+        &mut self,
+        epoch: Epoch,
+        task: usize,
+        now_ms: u64,
+        actions: &mut Vec<Action>,
+    ) {
+        let Some(f) = self.in_flight.filter(|f| f.epoch > epoch) else {
+            return;
+        };
+        let reason = format!(
+            "source task {task} ended at the last barrier, of checkpoint {}, and takes no later one",
+            epoch.0
+        );
+        if let AckOutcome::Failed { epoch, reason } = self.acks.fail(f.epoch, reason) {
+            self.ended_badly(epoch, now_ms);
+            actions.push(Action::Abandon { epoch, reason });
+        }
+    }
+
+    /// Says [`Action::LastFailed`], once, when the last checkpoint failed and no source is
+    /// left to take the barrier of another.
+    fn nothing_left(&mut self, actions: &mut Vec<Action>) {
+        if self.over || self.in_flight.is_some() || !self.all_finished() {
+            return;
+        }
+        if let Some(epoch) = self.last_failed.take() {
+            self.over = true;
+            actions.push(Action::LastFailed { epoch });
+        }
+    }
+
+    /// Every source took a last barrier and ended: none takes a barrier again.
+    fn all_finished(&self) -> bool {
+        !self.sources.is_empty() && self.sources.iter().all(|t| self.finished.contains_key(t))
     }
 
     /// Source `task` ended at the last barrier of `epoch`: unless that is this scheduler's
@@ -422,8 +488,12 @@ impl Scheduler {
         if let Some(f) = self.in_flight.filter(|f| f.epoch == epoch) {
             self.in_flight = None;
             // The last checkpoint is asked for again (the sources that took its barrier
-            // have ended; those that refused it still wait for one).
+            // have ended; those that refused it still wait for one), unless every source
+            // has ended (see `due`): then none can complete, and `nothing_left` says so.
             self.finishing &= !f.last;
+            if f.last {
+                self.last_failed = Some(epoch);
+            }
         }
         self.force_full = true;
     }
@@ -436,7 +506,8 @@ impl Scheduler {
                 self.next_tick = Some(now_ms + i.max(1));
             }
         }
-        if self.in_flight.is_some() || self.finishing || self.restoring {
+        // No source is left to inject a barrier (every one took a last barrier and ended).
+        if self.in_flight.is_some() || self.finishing || self.restoring || self.all_finished() {
             return;
         }
         if self.not_before.is_some_and(|t| now_ms < t) {
@@ -788,6 +859,71 @@ mod tests {
             ack_all(&mut s, 1, 40),
             vec![Action::Complete { epoch: Epoch(1) }]
         );
+        assert_eq!(s.on(Fact::Completed { epoch: Epoch(1) }, 50), vec![]);
+        assert_eq!(s.on(Fact::Tick, 5000), vec![]);
+    }
+
+    /// Both sources ended at the end of their input: the last checkpoint, 1, is in flight.
+    fn finishing() -> Scheduler {
+        let mut s = scheduler(Some(1000));
+        let ended = |task| Fact::SourceEnded {
+            task,
+            stopped: false,
+        };
+        let _ = s.on(ended(0), 10);
+        assert_eq!(s.on(ended(1), 20), vec![trigger(1, true, true, true)]);
+        s
+    }
+
+    /// Task 2 (a pattern that gave up at a stop) fails checkpoint `epoch`.
+    fn gave_up(epoch: u64) -> Fact {
+        Fact::TaskFailed {
+            epoch: Epoch(epoch),
+            task: 2,
+            reason: "gave up".into(),
+        }
+    }
+
+    #[test]
+    fn a_last_checkpoint_failed_after_every_source_took_it_is_not_asked_for_again_and_says_so() {
+        // Issue 19 (probe41 H2): another last checkpoint began, which no source could take,
+        // and a sink waited for ever for the commit of a last one.
+        let mut s = finishing();
+        assert_eq!(s.on(finished(0, 1), 30), vec![]);
+        assert_eq!(s.on(finished(1, 1), 30), vec![]);
+        assert_eq!(
+            s.on(gave_up(1), 40),
+            vec![
+                Action::Abandon {
+                    epoch: Epoch(1),
+                    reason: "task 2: gave up".into()
+                },
+                Action::LastFailed { epoch: Epoch(1) }
+            ]
+        );
+        // Nothing begins after it, on a tick or a request, and it is said once.
+        assert_eq!(s.on(Fact::Wanted, 50), vec![]);
+        assert_eq!(s.on(Fact::Tick, 5000), vec![]);
+    }
+
+    #[test]
+    fn a_last_checkpoint_asked_for_again_before_every_source_s_end_was_heard_is_abandoned_at_it() {
+        let mut s = finishing();
+        assert_eq!(s.on(finished(0, 1), 30), vec![]);
+        // Source 1's end at checkpoint 1 is not heard yet: it may wait for a last barrier.
+        let a = s.on(gave_up(1), 40);
+        assert_eq!(a.get(1), Some(&trigger(2, true, true, true)), "{a:?}");
+        // It ended at 1: checkpoint 2 never gets its barrier, and nothing can complete.
+        let a = s.on(finished(1, 1), 50);
+        match a.as_slice() {
+            [Action::Abandon { epoch, reason }, Action::LastFailed { epoch: last }] => {
+                assert_eq!(*epoch, Epoch(2));
+                assert!(reason.contains("source task 1"), "{reason}");
+                assert_eq!(*last, Epoch(2));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(s.on(Fact::Tick, 5000), vec![]);
     }
 
     #[test]

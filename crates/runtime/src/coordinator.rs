@@ -366,6 +366,14 @@ impl Coordinator {
                 self.events.publish(EngineEvent::CheckpointStale { age_ms });
                 None
             }
+            Action::LastFailed { epoch } => {
+                // The tasks waiting for the last commit would otherwise wait for ever: this
+                // coordinator lives as long as they do.
+                for tx in self.tasks.values() {
+                    let _ = tx.send(Command::LastFailed(epoch));
+                }
+                None
+            }
         }
     }
 

@@ -235,9 +235,19 @@ pub(crate) struct Splitting<'a> {
 impl Stage {
     /// Checkpoint `epoch` is complete: the tasks split off this one hear it too.
     pub(crate) fn commit(&self, epoch: Epoch) {
+        self.forward(&Command::Commit(epoch));
+    }
+
+    /// The last checkpoint, `epoch`, failed and none completes any more: the tasks split off
+    /// this one hear it too.
+    pub(crate) fn last_failed(&self, epoch: Epoch) {
+        self.forward(&Command::LastFailed(epoch));
+    }
+
+    fn forward(&self, command: &Command) {
         for tx in &self.downstream {
             // One that has ended commits nothing more.
-            let _ = tx.send(Command::Commit(epoch));
+            let _ = tx.send(command.clone());
         }
     }
 }

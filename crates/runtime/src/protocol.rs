@@ -40,6 +40,10 @@ pub enum Command {
     },
     /// Everyone: checkpoint `epoch` is complete; sinks commit what it covers.
     Commit(Epoch),
+    /// Everyone: the last checkpoint, `epoch`, failed and every source has ended, so that no
+    /// checkpoint completes any more (issue 19): a task waiting for the last commit ends
+    /// without it, leaving uncommitted what it holds for a resumed run to write.
+    LastFailed(Epoch),
 }
 
 /// From a task to the committer: a task's share of a checkpoint, to make durable.

@@ -16,6 +16,7 @@ use crate::chain::{end_outlets, send_to_outlets, Chain};
 use crate::channel::Route;
 use crate::control::Control;
 use crate::error::TaskFailure;
+use crate::final_commit::FinalCommit;
 use crate::protocol::{Command, Event, WriteJob};
 use crate::snapshot::{take, Slot, Taken};
 use crate::stats::Counters;
@@ -315,6 +316,14 @@ impl SourceTask {
                 }
                 Ok(Next::Continue)
             }
+            // Only once every source has ended (this one waits for it in
+            // `await_final_commit`): the tasks split off this one hear it.
+            Command::LastFailed(epoch) => {
+                if let Some(stage) = &self.stage {
+                    stage.last_failed(epoch);
+                }
+                Ok(Next::Continue)
+            }
             Command::Inject {
                 epoch,
                 full,
@@ -440,7 +449,7 @@ impl SourceTask {
     }
 
     /// The chain commits only with checkpoints: waits for the commit of `epoch`, the last
-    /// checkpoint. The senders to the coordinator and the committer go first, so that a last
+    /// checkpoint, or to hear that it failed and none follows. The senders to the coordinator and the committer go first, so that a last
     /// checkpoint that fails ends the coordinator, and with it this wait.
     fn await_final_commit(&mut self, epoch: Epoch) -> Result<(), TaskFailure> {
         self.checkpointing = None;
@@ -448,13 +457,17 @@ impl SourceTask {
             return Ok(());
         };
         let abort = Arc::clone(&self.abort);
-        crate::final_commit::await_commit(&commands, epoch, Some(&abort), |e| {
+        let ended = crate::final_commit::await_commit(&commands, epoch, Some(&abort), |e| {
             self.chain.commit(e)?;
             if let Some(stage) = &self.stage {
                 stage.commit(e);
             }
             Ok(())
-        })
+        })?;
+        if let (FinalCommit::LastFailed(e), Some(stage)) = (ended, &self.stage) {
+            stage.last_failed(e);
+        }
+        Ok(())
     }
 
     /// Applies the changes of `barrier` meant for the source.

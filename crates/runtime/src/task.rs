@@ -13,6 +13,7 @@ use crate::chain::Chain;
 use crate::channel::{Envelope, Notice};
 use crate::error::TaskFailure;
 use crate::event_time::{exhausted_ports, task_time, InputTime, TaskTime};
+use crate::final_commit::FinalCommit;
 use crate::pipelining::{split, Splitting, Stage};
 use crate::protocol::{Command, WriteJob};
 
@@ -124,6 +125,9 @@ impl OperatorTask {
         let mut coordinator_open = self.checkpointing.is_some();
         // The latest checkpoint committed (a commit may come before the input's end).
         let mut committed = None;
+        // The last checkpoint failed and none completes any more (this may come before the
+        // input's end too): no commit is waited for.
+        let mut last_failed = None;
         while self.open() > 0 {
             // Timers due while messages kept coming (a processing-time window's end).
             if self.chain.timer_due_in() == Some(Duration::ZERO) {
@@ -146,6 +150,12 @@ impl OperatorTask {
                             self.chain.commit(epoch)?;
                             if let Some(stage) = &self.stage {
                                 stage.commit(epoch);
+                            }
+                        }
+                        Some(Got::Command(Command::LastFailed(epoch))) => {
+                            last_failed = Some(epoch);
+                            if let Some(stage) = &self.stage {
+                                stage.last_failed(epoch);
                             }
                         }
                         Some(Got::Command(_)) => {}
@@ -250,18 +260,23 @@ impl OperatorTask {
         }
         // Commits that arrive after the last barrier are not waited for: the sinks commit
         // everything at the end of their input, except those that commit only with
-        // checkpoints, which wait for the last one's.
+        // checkpoints, which wait for the last one's (unless they heard it failed).
         if self.chain.commits_only_with_checkpoints() {
-            let waiting = self.last_checkpoint.filter(|last| committed < Some(*last));
+            let waiting = self
+                .last_checkpoint
+                .filter(|last| committed < Some(*last) && last_failed.is_none());
             if let (Some(c), Some(last)) = (self.checkpointing.take(), waiting) {
                 let TaskCheckpointing { commands, .. } = c;
-                crate::final_commit::await_commit(&commands, last, None, |epoch| {
+                let ended = crate::final_commit::await_commit(&commands, last, None, |epoch| {
                     self.chain.commit(epoch)?;
                     if let Some(stage) = &self.stage {
                         stage.commit(epoch);
                     }
                     Ok(())
                 })?;
+                if let (FinalCommit::LastFailed(e), Some(stage)) = (ended, &self.stage) {
+                    stage.last_failed(e);
+                }
             }
         }
         self.chain.end_of_input()?;
