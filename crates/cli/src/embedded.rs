@@ -185,6 +185,9 @@ pub struct Execution {
     pub lineage: Option<String>,
     /// The digest of the query as it runs (`BuildContext::query_digest`), when known.
     pub query_digest: Option<String>,
+    /// The query's name when no control plane says it (`control` is `None`): sinks name
+    /// what they write by it (a Kafka sink's `transactional.id`).
+    pub name: Option<String>,
 }
 
 /// Refuses a `--max-parallelism` that cannot run: more instances than key groups (an
@@ -235,6 +238,7 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
         end_gate,
         lineage,
         query_digest,
+        name,
     } = execution;
     let resuming = checkpointing.as_ref().is_some_and(|c| c.restore.is_some());
     let path = match &target {
@@ -265,7 +269,10 @@ pub fn execute(loaded: &Loaded, engine: &EngineArgs, execution: Execution) -> Re
         lineage: lineage.map(Arc::from),
         query_digest: query_digest.map(Arc::from),
         query_file: query_file.map(Arc::from),
-        query: control.as_ref().map(|c| Arc::from(c.name())),
+        query: control
+            .as_ref()
+            .map(|c| Arc::from(c.name()))
+            .or(name.map(Arc::from)),
         // The runtime sets the instance, the parallelism and the run's clock for each
         // instance it builds.
         ..BuildContext::default()

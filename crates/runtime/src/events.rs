@@ -204,7 +204,7 @@ impl Subscriber for LogEvents {
             }
             EngineEvent::CheckpointFailed { epoch, reason } => warn!(
                 epoch,
-                reason, "checkpoint failed; the query goes on and the previous checkpoint stays intact"
+                reason, "checkpoint failed; the previous checkpoint stays intact"
             ),
             EngineEvent::TasksLost { last_complete } => {
                 info!(last_complete, "tasks lost: they restore from the last complete checkpoint");

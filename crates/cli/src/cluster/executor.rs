@@ -240,6 +240,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
             end_gate: Some(Arc::clone(&link) as Arc<dyn anduin_runtime::EndGate>),
             lineage: d.lineage.clone(),
             query_digest: d.query_digest.clone(),
+            name: None,
             network: Some(NetworkSettings {
                 query: d.query.clone(),
                 placement: Placement::Assigned {

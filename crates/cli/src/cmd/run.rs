@@ -219,9 +219,17 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             // The run that finished may have been killed before its sinks committed the
             // last checkpoint (probe41 H1: an exactly-once Kafka sink's rows were lost): its
             // operators are restored from it, which commits what it holds, and nothing runs.
-            if let Some((checkpointing, digest)) = restore {
-                commit_finished(&loaded, &args, checkpointing, digest, dead_letter, epoch)?;
-                locks.ran();
+            match restore {
+                Ok((checkpointing, digest)) => {
+                    let at = (name.as_str(), epoch);
+                    commit_finished(&loaded, &args, checkpointing, digest, dead_letter, at)?;
+                    locks.ran();
+                }
+                // Not silently (probe42): those rows wait in the checkpoint, and
+                // --from-scratch gives them up.
+                Err(changed) => eprintln!(
+                    "anduin: warning: this run cannot restore checkpoint {epoch} ({changed}): what its sinks had not committed when the query finished, if anything, is still uncommitted; run the query with the options of the run that finished it to commit that"
+                ),
             }
             remove_stale_state_dirs(&loaded, &args.engine);
             eprintln!(
@@ -308,6 +316,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             end_gate: None,
             lineage,
             query_digest,
+            name: None,
         },
     );
     drop(progress);
@@ -381,8 +390,8 @@ enum Prepared {
     None,
     /// The query finished at this checkpoint already: run only to restore it (its sinks
     /// commit what it holds, [`Checkpointing::commit_only`]) as the query of this digest —
-    /// unless the query changed where state is kept since (`None`).
-    Finished(u64, Option<(Box<Checkpointing>, String)>),
+    /// unless the query changed where state is kept since (`Err`: what changed).
+    Finished(u64, Result<(Box<Checkpointing>, String), String>),
     /// No checkpoint can be restored and --from-scratch was not given (reported).
     Unusable,
     /// Run with these checkpoint settings, in this lineage ([`Store::lineage`]), as the query
@@ -482,8 +491,8 @@ fn prepare_checkpoints(args: &RunArgs, loaded: &Loaded, remote: Option<Store>) -
             if let Compatibility::Incompatible { operator, what } =
                 compare(&v.manifest.plan, &fingerprint)
             {
-                tracing::info!(epoch = epoch.0, operator, what, "the finished checkpoint is not restored: the query changed where state is kept since");
-                return Ok(Prepared::Finished(epoch.0, None));
+                let changed = format!("operator \"{operator}\": {what}");
+                return Ok(Prepared::Finished(epoch.0, Err(changed)));
             }
             finished = Some(epoch.0);
             Some(v)
@@ -532,7 +541,7 @@ fn prepare_checkpoints(args: &RunArgs, loaded: &Loaded, remote: Option<Store>) -
         remote: None,
     });
     Ok(match finished {
-        Some(epoch) => Prepared::Finished(epoch, Some((checkpointing, digest))),
+        Some(epoch) => Prepared::Finished(epoch, Ok((checkpointing, digest))),
         None => Prepared::Run(checkpointing, lineage, digest),
     })
 }
@@ -546,7 +555,7 @@ fn commit_finished(
     checkpointing: Box<Checkpointing>,
     digest: String,
     dead_letter: DeadLetterTarget,
-    epoch: u64,
+    (name, epoch): (&str, u64),
 ) -> Result<()> {
     execute(
         loaded,
@@ -562,6 +571,7 @@ fn commit_finished(
             end_gate: None,
             lineage: None,
             query_digest: Some(digest),
+            name: Some(name.to_string()),
         },
     )
     .with_context(|| {

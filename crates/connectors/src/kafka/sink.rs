@@ -16,7 +16,9 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use anduin_operator_api::{Collector, Operator, OperatorError, RestoreIn, SnapshotOut};
+use anduin_operator_api::{
+    Collector, Operator, OperatorError, RestoreIn, SnapshotOut, StopRequest,
+};
 use anduin_types::{Epoch, SnapshotKind};
 use arrow::record_batch::RecordBatch;
 use rdkafka::error::{KafkaError as RdError, RDKafkaErrorCode};
@@ -111,6 +113,9 @@ pub(crate) struct KafkaSink {
     values: RowEncoder,
     keys: RowEncoder,
     journal: Journal,
+    /// The run's stop: rows left uncommitted at the end of a stopped run are the resumed
+    /// run's to write; at the end of a run not stopped, they make the run fail.
+    stop: StopRequest,
 }
 
 impl KafkaSink {
@@ -156,6 +161,7 @@ impl KafkaSink {
             values,
             keys,
             journal: Journal::default(),
+            stop: ctx.stop.clone(),
         })
     }
 
@@ -390,10 +396,23 @@ impl Operator for KafkaSink {
             Delivery::AtLeastOnce => self.flush(),
             Delivery::ExactlyOnce => {
                 let (current, pending) = self.journal.uncommitted();
-                if current + pending > 0 {
-                    tracing::warn!(operator = %self.config.name, after_last_barrier = current, pending, "rows not committed at the end: a run resumed from the last checkpoint writes them");
+                if current + pending == 0 {
+                    return Ok(());
                 }
-                Ok(())
+                if self.stop.asked() {
+                    tracing::warn!(operator = %self.config.name, after_last_barrier = current, pending, "rows not committed at the end: a run resumed from the last checkpoint writes them");
+                    return Ok(());
+                }
+                // The input ended without a stop, but the last checkpoint failed (probe42: the
+                // run ended as finished, exit 0, with rows missing from the topic).
+                Err(OperatorError::Execution {
+                    operator: self.config.name.clone(),
+                    message: format!(
+                        "{} row(s) were not committed to topic `{}`: the last checkpoint failed; run the query again with the same --checkpoint-store to resume from the last complete checkpoint and commit them",
+                        current + pending,
+                        self.config.topic
+                    ),
+                })
             }
         }
     }

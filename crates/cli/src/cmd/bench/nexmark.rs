@@ -231,6 +231,7 @@ fn measure(loaded: &Loaded, args: &NexmarkArgs) -> Result<Measurement> {
                     end_gate: None,
                     lineage: None,
                     query_digest: None,
+                    name: None,
                 },
             )
         })

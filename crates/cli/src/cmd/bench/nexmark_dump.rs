@@ -69,6 +69,7 @@ pub fn dump(dir: &Path, vars: &[(String, String)], engine: &EngineArgs) -> Resul
             end_gate: None,
             lineage: None,
             query_digest: None,
+            name: None,
         },
     )
     .context("the nexmark dump failed")?;
