@@ -193,6 +193,9 @@ pub enum ExitPoint {
     /// kill that lands between reading the last acknowledgements and completing the last
     /// checkpoint, which the next coordinator must complete from the executors' facts.
     LastCheckpointAwaited,
+    /// A checkpoint's manifest written, before the catalog records it complete: as a kill
+    /// that lands between the two, after which the store is newer than the catalog.
+    CheckpointWritten,
 }
 
 /// The lock file a coordinator holds in its checkpoint directory.

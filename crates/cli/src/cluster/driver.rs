@@ -1344,14 +1344,25 @@ fn take_over(
     let (_, restore) = store.choose_restore()?;
     if let Some(v) = &restore {
         // Complete: an executor waiting on it (its commit did not reach it) may end.
-        let mut state = cluster.lock();
-        if let Some(a) = state
-            .queries
-            .get_mut(name)
-            .and_then(|q| q.attempt.as_mut())
-            .filter(|a| a.number == number)
-        {
-            a.settle(v.manifest.epoch);
+        let recorded = {
+            let mut state = cluster.lock();
+            if let Some(a) = state
+                .queries
+                .get_mut(name)
+                .and_then(|q| q.attempt.as_mut())
+                .filter(|a| a.number == number)
+            {
+                a.settle(v.manifest.epoch);
+            }
+            state
+                .queries
+                .get(name)
+                .and_then(|q| q.status.last_checkpoint)
+        };
+        // The coordinator before this one wrote its manifest and went before recording it:
+        // the store is right, the catalog is told.
+        if recorded < Some(v.manifest.epoch) {
+            record_completed(cluster, name, v.manifest.epoch);
         }
     }
     // The executors have the changes made since that checkpoint; the control plane is told
@@ -2319,29 +2330,9 @@ impl Subscriber for LastCheckpoint {
             }
         }
         if let EngineEvent::CheckpointCompleted { epoch, .. } = event {
-            let mut state = self.cluster.lock();
-            if let Some(q) = state.queries.get_mut(&self.query) {
-                q.status.last_checkpoint = Some(*epoch);
-                q.life.note_completed(anduin_types::Epoch(*epoch));
-                if let Some(a) = q.attempt.as_mut() {
-                    a.fresh.clear();
-                }
-            }
-            state.record(Edit::CheckpointCompleted {
-                query: QueryId(self.query.clone()),
-                pointer: CheckpointPointer {
-                    epoch: anduin_types::Epoch(*epoch),
-                    location: self.cluster.store.location(&self.query),
-                },
-            });
-            // Its manifest is written: the executors waiting on it may end.
-            if let Some(a) = state
-                .queries
-                .get_mut(&self.query)
-                .and_then(|q| q.attempt.as_mut())
-            {
-                a.settle(*epoch);
-            }
+            // As a kill that lands between the manifest and the catalog's record of it.
+            self.cluster.exit_point(ExitPoint::CheckpointWritten);
+            record_completed(&self.cluster, &self.query, *epoch);
         }
     }
 }
@@ -2499,5 +2490,28 @@ operator name = "drop", type = "discard" {
                 && e.contains("add `param pipeline = \"split\"` to \"doubled\""),
             "{e}"
         );
+    }
+}
+
+/// Checkpoint `epoch` of query `name` completed (its manifest is written): the status, the
+/// query's life and the catalog say so, and the executors waiting on it may end.
+fn record_completed(cluster: &Cluster, name: &str, epoch: u64) {
+    let mut state = cluster.lock();
+    if let Some(q) = state.queries.get_mut(name) {
+        q.status.last_checkpoint = Some(epoch);
+        q.life.note_completed(anduin_types::Epoch(epoch));
+        if let Some(a) = q.attempt.as_mut() {
+            a.fresh.clear();
+        }
+    }
+    state.record(Edit::CheckpointCompleted {
+        query: QueryId(name.to_string()),
+        pointer: CheckpointPointer {
+            epoch: anduin_types::Epoch(epoch),
+            location: cluster.store.location(name),
+        },
+    });
+    if let Some(a) = state.queries.get_mut(name).and_then(|q| q.attempt.as_mut()) {
+        a.settle(epoch);
     }
 }
