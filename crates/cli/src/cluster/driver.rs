@@ -2337,6 +2337,29 @@ impl Subscriber for LastCheckpoint {
     }
 }
 
+/// Checkpoint `epoch` of query `name` completed (its manifest is written): the status, the
+/// query's life and the catalog say so, and the executors waiting on it may end.
+fn record_completed(cluster: &Cluster, name: &str, epoch: u64) {
+    let mut state = cluster.lock();
+    if let Some(q) = state.queries.get_mut(name) {
+        q.status.last_checkpoint = Some(epoch);
+        q.life.note_completed(anduin_types::Epoch(epoch));
+        if let Some(a) = q.attempt.as_mut() {
+            a.fresh.clear();
+        }
+    }
+    state.record(Edit::CheckpointCompleted {
+        query: QueryId(name.to_string()),
+        pointer: CheckpointPointer {
+            epoch: anduin_types::Epoch(epoch),
+            location: cluster.store.location(name),
+        },
+    });
+    if let Some(a) = state.queries.get_mut(name).and_then(|q| q.attempt.as_mut()) {
+        a.settle(epoch);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2490,28 +2513,5 @@ operator name = "drop", type = "discard" {
                 && e.contains("add `param pipeline = \"split\"` to \"doubled\""),
             "{e}"
         );
-    }
-}
-
-/// Checkpoint `epoch` of query `name` completed (its manifest is written): the status, the
-/// query's life and the catalog say so, and the executors waiting on it may end.
-fn record_completed(cluster: &Cluster, name: &str, epoch: u64) {
-    let mut state = cluster.lock();
-    if let Some(q) = state.queries.get_mut(name) {
-        q.status.last_checkpoint = Some(epoch);
-        q.life.note_completed(anduin_types::Epoch(epoch));
-        if let Some(a) = q.attempt.as_mut() {
-            a.fresh.clear();
-        }
-    }
-    state.record(Edit::CheckpointCompleted {
-        query: QueryId(name.to_string()),
-        pointer: CheckpointPointer {
-            epoch: anduin_types::Epoch(epoch),
-            location: cluster.store.location(name),
-        },
-    });
-    if let Some(a) = state.queries.get_mut(name).and_then(|q| q.attempt.as_mut()) {
-        a.settle(epoch);
     }
 }
