@@ -17,7 +17,7 @@
 //! the scheduler adopts that one ([`Action::Adopt`]) and completes it from the tasks'
 //! acknowledgements, which their executors send again.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use anduin_types::{Epoch, SnapshotKind};
 
@@ -218,9 +218,9 @@ pub struct Scheduler {
     /// The first checkpoint this scheduler triggered: one before it that a source ended at
     /// was begun by a coordinator before this one.
     first_own: Option<Epoch>,
-    /// The source tasks that took a last barrier and ended, with its checkpoint: none of
-    /// them takes a barrier again, so no later checkpoint can complete.
-    finished: BTreeMap<usize, Epoch>,
+    /// The source tasks that took a last barrier and ended: none of them takes a barrier
+    /// again, so no later checkpoint can complete.
+    finished: BTreeSet<usize>,
     /// The last checkpoint that failed, while no [`Action::LastFailed`] has said so.
     last_failed: Option<Epoch>,
     /// [`Action::LastFailed`] was given.
@@ -267,7 +267,7 @@ impl Scheduler {
             failures: 0,
             not_before: None,
             first_own: None,
-            finished: BTreeMap::new(),
+            finished: BTreeSet::new(),
             last_failed: None,
             over: false,
         }
@@ -330,7 +330,7 @@ impl Scheduler {
             } => {
                 self.ended.insert(task);
                 self.any_stopped |= stopped;
-                self.finished.insert(task, epoch);
+                self.finished.insert(task);
                 self.adopt(epoch, task, now_ms, &mut actions);
                 self.beyond_a_finished_source(epoch, task, now_ms, &mut actions);
             }
@@ -402,7 +402,7 @@ impl Scheduler {
 
     /// Every source took a last barrier and ended: none takes a barrier again.
     fn all_finished(&self) -> bool {
-        !self.sources.is_empty() && self.sources.iter().all(|t| self.finished.contains_key(t))
+        !self.sources.is_empty() && self.sources.iter().all(|t| self.finished.contains(t))
     }
 
     /// Source `task` ended at the last barrier of `epoch`: unless that is this scheduler's

@@ -10,6 +10,9 @@
 
 use crate::common;
 
+use std::path::Path;
+use std::process::Output;
+
 use common::anduin;
 use common::kafka::Cluster;
 use rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
@@ -62,29 +65,30 @@ fn prepared() -> (Cluster, tempfile::TempDir, String, Vec<String>) {
     (cluster, dir, servers, expected)
 }
 
+/// `anduin run q.flow` in `dir` with `flags`, checkpointed into `ckpt` with one checkpoint:
+/// the last, which says the query finished.
+fn run(dir: &Path, servers: &str, flags: &[&str]) -> Output {
+    let mut args = vec![
+        "run",
+        "q.flow",
+        "--no-api",
+        "-q",
+        "--var",
+        servers,
+        "--checkpoint-dir",
+        "ckpt",
+        "--checkpoint-interval",
+        "1h",
+    ];
+    args.extend_from_slice(flags);
+    anduin(dir, &args)
+}
+
 #[test]
 fn a_finished_kafka_query_whose_last_commit_failed_commits_it_when_run_again() {
     let (cluster, dir, servers, expected) = prepared();
-    // One checkpoint: the last, which says the query finished. Logs at info: the Kafka
-    // sink says when its `transactional.id` is not its checkpoint's.
-    let run = || {
-        anduin(
-            dir.path(),
-            &[
-                "-v",
-                "run",
-                "q.flow",
-                "--no-api",
-                "-q",
-                "--var",
-                &servers,
-                "--checkpoint-dir",
-                "ckpt",
-                "--checkpoint-interval",
-                "1h",
-            ],
-        )
-    };
+    // Logs at info: the Kafka sink says when its `transactional.id` is not its checkpoint's.
+    let run = || run(dir.path(), &servers, &["-v"]);
 
     // A fatal answer to every commit: the sink cannot commit its one transaction.
     let refused = [RDKafkaRespErr::RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED; 64];
@@ -151,22 +155,7 @@ fn a_finished_kafka_query_whose_last_commit_failed_commits_it_when_run_again() {
 #[test]
 fn a_kafka_query_whose_last_checkpoint_failed_fails_and_commits_its_rows_when_run_again() {
     let (cluster, dir, servers, expected) = prepared();
-    let run = |inject: &[&str]| {
-        let mut args = vec![
-            "run",
-            "q.flow",
-            "--no-api",
-            "-q",
-            "--var",
-            &servers,
-            "--checkpoint-dir",
-            "ckpt",
-            "--checkpoint-interval",
-            "1h",
-        ];
-        args.extend_from_slice(inject);
-        anduin(dir.path(), &args)
-    };
+    let run = |flags: &[&str]| run(dir.path(), &servers, flags);
     // Its one checkpoint, the last, fails.
     let first = run(&["--inject-checkpoint-failure", "1"]);
     let said = String::from_utf8_lossy(&first.stderr).to_string();

@@ -12,7 +12,9 @@ use anduin_operator_api::OperatorError;
 use anduin_types::Epoch;
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
+use crate::chain::Chain;
 use crate::error::TaskFailure;
+use crate::pipelining::Stage;
 use crate::protocol::Command;
 
 /// How often the wait looks at the abort flag.
@@ -32,6 +34,28 @@ pub(crate) enum FinalCommit {
     CoordinatorGone,
     /// Another task failed.
     Aborted,
+}
+
+/// [`await_commit`] for a task's `chain`: every commit goes to it and to the tasks split off
+/// the task (`stage`), and so does the news that the last checkpoint failed.
+pub(crate) fn await_chain_commit(
+    commands: &Receiver<Command>,
+    last: Epoch,
+    abort: Option<&AtomicBool>,
+    chain: &mut Chain,
+    stage: Option<&Stage>,
+) -> Result<(), TaskFailure> {
+    let ended = await_commit(commands, last, abort, |epoch| {
+        chain.commit(epoch)?;
+        if let Some(stage) = stage {
+            stage.commit(epoch);
+        }
+        Ok(())
+    })?;
+    if let (FinalCommit::LastFailed(epoch), Some(stage)) = (ended, stage) {
+        stage.last_failed(epoch);
+    }
+    Ok(())
 }
 
 /// Waits on `commands` for the commit of checkpoint `last` (or a later one), passing every

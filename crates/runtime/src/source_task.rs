@@ -16,7 +16,6 @@ use crate::chain::{end_outlets, send_to_outlets, Chain};
 use crate::channel::Route;
 use crate::control::Control;
 use crate::error::TaskFailure;
-use crate::final_commit::FinalCommit;
 use crate::protocol::{Command, Event, WriteJob};
 use crate::snapshot::{take, Slot, Taken};
 use crate::stats::Counters;
@@ -449,25 +448,22 @@ impl SourceTask {
     }
 
     /// The chain commits only with checkpoints: waits for the commit of `epoch`, the last
-    /// checkpoint, or to hear that it failed and none follows. The senders to the coordinator and the committer go first, so that a last
-    /// checkpoint that fails ends the coordinator, and with it this wait.
+    /// checkpoint, or to hear that it failed and none follows. The senders to the coordinator
+    /// and the committer go first, so that a last checkpoint that fails ends the coordinator,
+    /// and with it this wait.
     fn await_final_commit(&mut self, epoch: Epoch) -> Result<(), TaskFailure> {
         self.checkpointing = None;
         let Some(commands) = self.commands.clone() else {
             return Ok(());
         };
         let abort = Arc::clone(&self.abort);
-        let ended = crate::final_commit::await_commit(&commands, epoch, Some(&abort), |e| {
-            self.chain.commit(e)?;
-            if let Some(stage) = &self.stage {
-                stage.commit(e);
-            }
-            Ok(())
-        })?;
-        if let (FinalCommit::LastFailed(e), Some(stage)) = (ended, &self.stage) {
-            stage.last_failed(e);
-        }
-        Ok(())
+        crate::final_commit::await_chain_commit(
+            &commands,
+            epoch,
+            Some(&abort),
+            &mut self.chain,
+            self.stage.as_ref(),
+        )
     }
 
     /// Applies the changes of `barrier` meant for the source.

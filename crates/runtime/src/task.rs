@@ -13,7 +13,6 @@ use crate::chain::Chain;
 use crate::channel::{Envelope, Notice};
 use crate::error::TaskFailure;
 use crate::event_time::{exhausted_ports, task_time, InputTime, TaskTime};
-use crate::final_commit::FinalCommit;
 use crate::pipelining::{split, Splitting, Stage};
 use crate::protocol::{Command, WriteJob};
 
@@ -267,16 +266,13 @@ impl OperatorTask {
                 .filter(|last| committed < Some(*last) && last_failed.is_none());
             if let (Some(c), Some(last)) = (self.checkpointing.take(), waiting) {
                 let TaskCheckpointing { commands, .. } = c;
-                let ended = crate::final_commit::await_commit(&commands, last, None, |epoch| {
-                    self.chain.commit(epoch)?;
-                    if let Some(stage) = &self.stage {
-                        stage.commit(epoch);
-                    }
-                    Ok(())
-                })?;
-                if let (FinalCommit::LastFailed(e), Some(stage)) = (ended, &self.stage) {
-                    stage.last_failed(e);
-                }
+                crate::final_commit::await_chain_commit(
+                    &commands,
+                    last,
+                    None,
+                    &mut self.chain,
+                    self.stage.as_ref(),
+                )?;
             }
         }
         self.chain.end_of_input()?;
