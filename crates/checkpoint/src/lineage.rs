@@ -139,7 +139,7 @@ impl DrawReason {
     pub fn notice(self) -> Option<&'static str> {
         match self {
             DrawReason::NoneKept | DrawReason::StartOver => None,
-            DrawReason::QueryChanged => Some("the query changed since the lineage was drawn: a new lineage"),
+            DrawReason::QueryChanged => Some("the query or its parallelism changed since the lineage was drawn: a new lineage"),
             DrawReason::QueryUnknown => Some(
                 "the lineage kept does not say which query it was drawn for (an older anduin kept it): a new lineage",
             ),

@@ -61,11 +61,22 @@ pub struct PlanFingerprint {
 /// writes a prefix of the rows of one that reads on, under the same numbers.
 const WHERE_INPUT_ENDS: &[&str] = &["bounded"];
 
+/// Whether param `name` is a setting of a connector's client — how it talks to its server
+/// (a librdkafka `properties.*` setting other than the brokers' addresses, a connect
+/// timeout) — which no state depends on: a checkpoint restores across a change of it (a
+/// Kafka sink's `properties.message.max.bytes` raised after a row too large failed the run,
+/// as its error advises: probe43).
+fn client_setting(name: &str) -> bool {
+    (name.starts_with("properties.") && name != "properties.bootstrap.servers")
+        || name == "connect.timeout"
+}
+
 impl PlanFingerprint {
     /// A digest of the rows this query writes and their order, as far as its fingerprint
     /// tells them (32 hex digits of the SHA-256 of its JSON): what a run's lineage is drawn
     /// for (`crate::Store::lineage`). Equal for the same query ([`Compatibility::Identical`])
-    /// and for one that differs only in [`WHERE_INPUT_ENDS`]; any other change — a filter's
+    /// and for one that differs only in [`WHERE_INPUT_ENDS`] or in client settings
+    /// ([`client_setting`]: how a connector talks to its server); any other change — a filter's
     /// condition, a param, a column, another parallelism (each instance numbers its own rows)
     /// — gives another. A fingerprint of another form (another anduin) gives another too:
     /// a new lineage, never a reused one.
@@ -80,7 +91,7 @@ impl PlanFingerprint {
         let mut rows = self.clone();
         for o in &mut rows.operators {
             o.params
-                .retain(|k, _| !WHERE_INPUT_ENDS.contains(&k.as_str()));
+                .retain(|k, _| !WHERE_INPUT_ENDS.contains(&k.as_str()) && !client_setting(k));
         }
         let json = serde_json::to_vec(&rows)
             .expect("a fingerprint of strings, numbers, booleans and string maps serialises");
@@ -140,6 +151,16 @@ pub fn compare(old: &PlanFingerprint, new: &PlanFingerprint) -> Compatibility {
             }
             None => changes.push(format!("operator \"{name}\" was removed")),
             Some(n) => {
+                if let Some(setting) = n
+                    .params
+                    .keys()
+                    .chain(o.params.keys())
+                    .find(|k| client_setting(k) && o.params.get(*k) != n.params.get(*k))
+                {
+                    changes.push(format!(
+                        "operator \"{name}\": its client setting `{setting}` changed"
+                    ));
+                }
                 if let Some(what) = difference(o, n) {
                     if o.stateful || n.stateful {
                         return Compatibility::Incompatible {
@@ -189,7 +210,7 @@ fn difference(old: &OperatorFingerprint, new: &OperatorFingerprint) -> Option<St
             old.kind, new.kind
         ));
     }
-    for (k, v) in &old.params {
+    for (k, v) in old.params.iter().filter(|(k, _)| !client_setting(k)) {
         match new.params.get(k) {
             None => return Some(format!("param `{k}` was removed (it was \"{v}\")")),
             Some(nv) if nv != v => {
@@ -198,7 +219,11 @@ fn difference(old: &OperatorFingerprint, new: &OperatorFingerprint) -> Option<St
             Some(_) => {}
         }
     }
-    if let Some(k) = new.params.keys().find(|k| !old.params.contains_key(*k)) {
+    if let Some(k) = new
+        .params
+        .keys()
+        .find(|k| !client_setting(k) && !old.params.contains_key(*k))
+    {
         return Some(format!("param `{k}` was added"));
     }
     if old.inputs != new.inputs {
@@ -265,6 +290,15 @@ mod tests {
             bounded.lineage_digest(),
             digest,
             "only where the input ends"
+        );
+        let mut patient = p.clone();
+        patient.operators[0]
+            .params
+            .insert("connect.timeout".into(), "30s".into());
+        assert_eq!(
+            patient.lineage_digest(),
+            digest,
+            "a client setting changes no row (probe44)"
         );
         let mut edited = p.clone();
         edited.operators[1]
@@ -340,6 +374,42 @@ mod tests {
                 what: "its type changed from reader to generator".into()
             }
         );
+    }
+
+    #[test]
+    fn a_client_setting_changed_on_a_stateful_operator_is_compatible_and_described() {
+        let sink = |extra: &[(&'static str, &'static str)]| {
+            let mut params = vec![("topic", "out"), ("properties.bootstrap.servers", "b:9092")];
+            params.extend_from_slice(extra);
+            plan(vec![op("out", "kafka", true, &params)])
+        };
+        let old = sink(&[]);
+        let raised = sink(&[("properties.message.max.bytes", "2000000")]);
+        assert_eq!(
+            compare(&old, &raised),
+            Compatibility::Compatible {
+                changes: vec![
+                    "operator \"out\": its client setting `properties.message.max.bytes` changed"
+                        .into()
+                ]
+            }
+        );
+        let slower = sink(&[("connect.timeout", "30s")]);
+        assert!(matches!(
+            compare(&slower, &old),
+            Compatibility::Compatible { .. }
+        ));
+        // The brokers are where the state's offsets are: not a client setting.
+        let moved = plan(vec![op(
+            "out",
+            "kafka",
+            true,
+            &[("topic", "out"), ("properties.bootstrap.servers", "c:9092")],
+        )]);
+        assert!(matches!(
+            compare(&old, &moved),
+            Compatibility::Incompatible { .. }
+        ));
     }
 
     #[test]

@@ -107,6 +107,14 @@ fn init_logging(verbose: u8) {
         2 => "debug",
         _ => "trace",
     };
+    // async-nats warns once per publish whose acknowledgement was never awaited when its
+    // connection is dropped (hundreds at a failed or stopped NATS sink, which says what
+    // happened itself): shown from -vv on.
+    let default = if verbose < 2 {
+        format!("{default},async_nats::jetstream::context=error")
+    } else {
+        default.to_string()
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt()

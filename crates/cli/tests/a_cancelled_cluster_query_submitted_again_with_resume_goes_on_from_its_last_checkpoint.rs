@@ -1,8 +1,11 @@
 //! A query cancelled on a cluster keeps its checkpoints while no other query takes its name:
 //! `anduin submit --resume` of the same query goes on from the last complete one (as Flink's
 //! `run -s` from a savepoint), and its output holds every generated row exactly once. Without
-//! a checkpoint to resume from, into a query that cannot take the checkpoint's state, or
-//! after the query had finished, `--resume` is refused, saying so.
+//! a checkpoint to resume from, or into a query that cannot take the checkpoint's state,
+//! `--resume` is refused, saying so. After the query had finished, `--resume` restores its
+//! last checkpoint so that its sinks commit what they had not (nothing here), runs nothing,
+//! and the output stays the same (it was refused: a commit lost after the last checkpoint
+//! could not be made).
 
 use crate::common;
 
@@ -125,6 +128,34 @@ fn a_cancelled_cluster_query_submitted_again_with_resume_goes_on_from_its_last_c
         "the output differs from an uninterrupted run"
     );
 
-    // It finished: nothing is left to resume.
-    resume_refused(&cluster, dir, "q.flow", "had finished");
+    // It finished: resumed, it only commits what its last checkpoint holds.
+    let again = anduin(
+        dir,
+        &[
+            "submit",
+            "q.flow",
+            "--name",
+            "q",
+            "--coordinator",
+            &cluster.addr,
+            "--resume",
+            "--wait",
+            "--var",
+            "OUTPUT=out",
+        ],
+    );
+    let logs = cluster.logs();
+    assert!(
+        again.status.success(),
+        "{}\n{logs}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert!(
+        logs.contains("which says every input ended: its sinks commit what it holds"),
+        "{logs}"
+    );
+    assert!(
+        output_rows(&dir.join("out")) == expected,
+        "the output changed\n{logs}"
+    );
 }

@@ -14,34 +14,13 @@ use std::path::Path;
 use std::process::Output;
 
 use common::anduin;
-use common::kafka::Cluster;
+use common::kafka::{filter_query, filter_rows, Cluster};
 use rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
 
-const QUERY: &str = r#"
-type name = "Event" {
-  column name = "ts", type = "timestamp"
-  column name = "sensor", type = "int"
-  column name = "value", type = "int"
+/// The filter query, its source bounded.
+fn query() -> String {
+    filter_query("param bounded = true", "out", "")
 }
-operator name = "in", type = "kafka" {
-  param topic = "events"
-  param properties.bootstrap.servers = "${SERVERS}"
-  param format = "csv"
-  param bounded = true
-  output name = "events", type = "Event"
-}
-operator name = "low", type = "filter" {
-  input name = "events"
-  param condition = "value < 50"
-  output name = "low", type = "Event"
-}
-operator name = "out", type = "kafka" {
-  input name = "low"
-  param topic = "out"
-  param properties.bootstrap.servers = "${SERVERS}"
-  param format = "csv"
-}
-"#;
 
 /// A mock cluster with the query's input, a directory with the query, the `--var` of the
 /// servers, and the rows an uninterrupted run commits, sorted.
@@ -49,18 +28,10 @@ fn prepared() -> (Cluster, tempfile::TempDir, String, Vec<String>) {
     let cluster = Cluster::start();
     cluster.topic("events", 2);
     cluster.topic("out", 1);
-    let input: Vec<String> = (0..2_000u64)
-        .map(|i| format!("{},{},{}", 1_700_000_000_000 + i, i % 7, (i * 53) % 100))
-        .collect();
-    let mut expected: Vec<String> = input
-        .iter()
-        .filter(|r| r.rsplit(',').next().and_then(|v| v.parse::<u32>().ok()) < Some(50))
-        .cloned()
-        .collect();
-    expected.sort();
+    let (input, expected) = filter_rows(2_000);
     cluster.produce("events", 2, &input);
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("q.flow"), QUERY).expect("query");
+    std::fs::write(dir.path().join("q.flow"), query()).expect("query");
     let servers = format!("SERVERS={}", cluster.servers());
     (cluster, dir, servers, expected)
 }
@@ -115,7 +86,7 @@ fn a_finished_kafka_query_whose_last_commit_failed_commits_it_when_run_again() {
     cluster.accept(RDKafkaApiKey::AddPartitionsToTxn);
     // Run again with a sink that is not the checkpoint's (another topic): it cannot restore
     // the checkpoint, and says that what it holds stays uncommitted, not only "finished".
-    let edited = QUERY.replace("param topic = \"out\"", "param topic = \"elsewhere\"");
+    let edited = query().replace("param topic = \"out\"", "param topic = \"elsewhere\"");
     std::fs::write(dir.path().join("q.flow"), edited).expect("query");
     let elsewhere = run();
     let said = String::from_utf8_lossy(&elsewhere.stderr).to_string();
@@ -125,7 +96,7 @@ fn a_finished_kafka_query_whose_last_commit_failed_commits_it_when_run_again() {
         "{said}"
     );
     assert!(cluster.read_committed("out").is_empty(), "{said}");
-    std::fs::write(dir.path().join("q.flow"), QUERY).expect("query");
+    std::fs::write(dir.path().join("q.flow"), query()).expect("query");
     let second = run();
     let said = String::from_utf8_lossy(&second.stderr).to_string();
     assert_eq!(second.status.code(), Some(0), "{said}");
@@ -177,4 +148,23 @@ fn a_kafka_query_whose_last_checkpoint_failed_fails_and_commits_its_rows_when_ru
         got.len(),
         expected.len()
     );
+}
+
+/// probe42: a finished query run again needed its Kafka broker even when its last
+/// checkpoint held nothing to commit (it failed after `connect.timeout`). Now a sink that
+/// only commits connects when the checkpoint holds rows for it.
+#[test]
+fn a_finished_kafka_query_with_nothing_to_commit_is_finished_with_its_broker_down() {
+    let (cluster, dir, servers, _) = prepared();
+    let nothing = query().replace("value < 50", "value < 0");
+    std::fs::write(dir.path().join("q.flow"), nothing).expect("query");
+    let first = run(dir.path(), &servers, &[]);
+    let said = String::from_utf8_lossy(&first.stderr).to_string();
+    assert_eq!(first.status.code(), Some(0), "{said}");
+
+    cluster.down();
+    let again = run(dir.path(), &servers, &[]);
+    let said = String::from_utf8_lossy(&again.stderr).to_string();
+    assert_eq!(again.status.code(), Some(0), "{said}");
+    assert!(said.contains("already finished"), "{said}");
 }

@@ -12,33 +12,8 @@ use crate::common;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::kafka::Cluster;
+use common::kafka::{filter_query, filter_rows, Cluster};
 use common::{wait_until_or_show, ChildGuard};
-
-const QUERY: &str = r#"
-type name = "Event" {
-  column name = "ts", type = "timestamp"
-  column name = "sensor", type = "int"
-  column name = "value", type = "int"
-}
-operator name = "in", type = "kafka" {
-  param topic = "events"
-  param properties.bootstrap.servers = "${SERVERS}"
-  param format = "csv"
-  output name = "events", type = "Event"
-}
-operator name = "low", type = "filter" {
-  input name = "events"
-  param condition = "value < 50"
-  output name = "low", type = "Event"
-}
-operator name = "out", type = "kafka" {
-  input name = "low"
-  param topic = "out"
-  param properties.bootstrap.servers = "${SERVERS}"
-  param format = "csv"
-}
-"#;
 
 /// A checkpointed run of the unbounded query as `name`, its events in `events-NAME.jsonl`
 /// and its log in `log-NAME.txt` (a file: a pipe nobody reads while it runs could fill).
@@ -98,17 +73,9 @@ fn a_kafka_query_stopped_then_resumed_under_another_name_writes_no_row_twice() {
     let cluster = Cluster::start();
     cluster.topic("events", 2);
     cluster.topic("out", 1);
-    let input: Vec<String> = (0..6_000u64)
-        .map(|i| format!("{},{},{}", 1_700_000_000_000 + i, i % 7, (i * 53) % 100))
-        .collect();
-    let mut expected: Vec<String> = input
-        .iter()
-        .filter(|r| r.rsplit(',').next().and_then(|v| v.parse::<u32>().ok()) < Some(50))
-        .cloned()
-        .collect();
-    expected.sort();
+    let (input, expected) = filter_rows(6_000);
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("q.flow"), QUERY).expect("query");
+    std::fs::write(dir.path().join("q.flow"), filter_query("", "out", "")).expect("query");
     let servers = format!("SERVERS={}", cluster.servers());
 
     // The first half, read and committed by a run stopped after it.

@@ -78,3 +78,18 @@ fn a_topic_that_does_not_exist_fails_the_start_naming_it() {
         "{stderr}"
     );
 }
+
+/// probe41: a host name that does not resolve was waited for the whole `connect.timeout`,
+/// then called a broker that did not answer.
+#[test]
+fn a_broker_host_that_does_not_resolve_is_said_so() {
+    let (code, stderr, _) = run(&query("no-such-host.invalid:9092", "events", "out"));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "no host of `properties.bootstrap.servers` (no-such-host.invalid:9092) resolves"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("answered within"), "{stderr}");
+}

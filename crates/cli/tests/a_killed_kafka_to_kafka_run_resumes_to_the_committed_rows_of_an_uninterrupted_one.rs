@@ -9,35 +9,17 @@ use crate::common;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use common::kafka::Cluster;
+use common::kafka::{filter_query, filter_rows, Cluster};
 use common::{anduin, kill_after, Rng};
 
-const QUERY: &str = r#"
-type name = "Event" {
-  column name = "ts", type = "timestamp"
-  column name = "sensor", type = "int"
-  column name = "value", type = "int"
+/// The filter query into `${OUT}`, its source bounded, its sink keyed by sensor.
+fn query() -> String {
+    filter_query(
+        "param bounded = true",
+        "${OUT}",
+        r#"param key.fields = "sensor""#,
+    )
 }
-operator name = "in", type = "kafka" {
-  param topic = "events"
-  param properties.bootstrap.servers = "${SERVERS}"
-  param format = "csv"
-  param bounded = true
-  output name = "events", type = "Event"
-}
-operator name = "low", type = "filter" {
-  input name = "events"
-  param condition = "value < 50"
-  output name = "low", type = "Event"
-}
-operator name = "out", type = "kafka" {
-  input name = "low"
-  param topic = "${OUT}"
-  param properties.bootstrap.servers = "${SERVERS}"
-  param format = "csv"
-  param key.fields = "sensor"
-}
-"#;
 
 fn args<'a>(servers: &'a str, out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
@@ -94,17 +76,15 @@ fn scenario(seeds: &[u64], extra: &[&str]) {
         cluster.topic("events", 3);
         cluster.topic("reference", 2);
         cluster.topic("out", 2);
-        let input: Vec<String> = (0..30_000u64)
-            .map(|i| format!("{},{},{}", 1_700_000_000_000 + i, i % 7, (i * 53) % 100))
-            .collect();
+        let (input, _) = filter_rows(30_000);
         cluster.produce("events", 3, &input);
         let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::write(dir.path().join("q.flow"), QUERY).expect("query");
+        std::fs::write(dir.path().join("q.flow"), query()).expect("query");
         let servers = format!("SERVERS={}", cluster.servers());
 
         // The reference: an uninterrupted run with checkpoints, into its own topic.
         let reference = tempfile::tempdir().expect("tempdir");
-        std::fs::write(reference.path().join("q.flow"), QUERY).expect("query");
+        std::fs::write(reference.path().join("q.flow"), query()).expect("query");
         let out = anduin(reference.path(), &args(&servers, "OUT=reference", extra));
         assert_eq!(
             out.status.code(),

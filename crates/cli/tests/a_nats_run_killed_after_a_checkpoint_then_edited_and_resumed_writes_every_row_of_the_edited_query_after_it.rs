@@ -247,7 +247,9 @@ fn killed_edited_resumed(files: [&'static str; 2], queries: [String; 2]) {
         "every row of the edited query after the checkpoint, in order"
     );
     assert!(
-        stderr.contains("the query changed since the lineage was drawn: a new lineage"),
+        stderr.contains(
+            "the query or its parallelism changed since the lineage was drawn: a new lineage"
+        ),
         "{stderr}"
     );
     assert_ne!(

@@ -131,7 +131,9 @@ fn a_nats_run_killed_before_its_first_checkpoint_then_edited_writes_every_row_of
         "every row of the edited query, in order"
     );
     assert!(
-        stderr.contains("the query changed since the lineage was drawn: a new lineage"),
+        stderr.contains(
+            "the query or its parallelism changed since the lineage was drawn: a new lineage"
+        ),
         "{stderr}"
     );
     assert_ne!(

@@ -20,6 +20,10 @@ pub struct BuildContext {
     /// The checkpoint the query resumes from, if it does (sinks clean up what was written
     /// after it); `None` for a fresh start.
     pub restore_epoch: Option<anduin_types::Epoch>,
+    /// The run only restores the operators of a finished query's last checkpoint, so that
+    /// sinks commit what it holds, and runs nothing: a sink that needs a server only to
+    /// commit connects when its restore finds something to commit.
+    pub commit_only: bool,
     /// The lineage of the run's checkpoints, when it takes them: drawn by the first run that
     /// started with no checkpoint to resume from, kept in the checkpoint location beside the
     /// checkpoints (written before anything runs), and found again by a run started once
@@ -77,6 +81,7 @@ impl Default for BuildContext {
             dead_letter: Arc::new(DeadLetter::new(crate::DeadLetterTarget::Stderr)),
             checkpointing: false,
             restore_epoch: None,
+            commit_only: false,
             lineage: None,
             lineage_facts: None,
             checkpoint_interval: None,

@@ -114,6 +114,7 @@ pub fn run(
             .and_then(|c| c.settings.interval),
         clock: Arc::clone(&config.clock),
         stop: anduin_operator_api::StopRequest::new(Arc::clone(&config.stop)),
+        commit_only: config.checkpointing.as_ref().is_some_and(|c| c.commit_only),
         lineage_facts: ctx.lineage_facts.clone().or_else(|| {
             crate::lineage_facts::StoreFacts::of(
                 config.checkpointing.as_ref(),

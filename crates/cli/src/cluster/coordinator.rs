@@ -1665,7 +1665,7 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
             Ok(driver::Recovery::From(None))
         };
         match found {
-            Ok(driver::Recovery::From(Some(v))) => {
+            Ok(driver::Recovery::From(Some(v)) | driver::Recovery::Finished(Some(v))) => {
                 let plan = anduin_runtime::fingerprint(&compiled.loaded.graph, &compiled.plan);
                 if let anduin_checkpoint::plan::Compatibility::Incompatible { operator, what } =
                     anduin_checkpoint::plan::compare(&v.manifest.plan, &plan)
@@ -1675,20 +1675,22 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
                         v.manifest.epoch, s.name
                     ));
                 }
+                // A query that had finished is restored from its last checkpoint, so that its
+                // sinks commit what they had not (a failure may have come in between), and
+                // nothing runs (see `driver::attempt`).
+                let finished = if v.manifest.finished {
+                    ", which says every input ended: its sinks commit what it holds, and nothing runs"
+                } else {
+                    ""
+                };
                 eprintln!(
-                    "anduin: query {} resumes from checkpoint {} in {location}",
+                    "anduin: query {} resumes from checkpoint {} in {location}{finished}",
                     s.name, v.manifest.epoch
                 );
             }
-            Ok(driver::Recovery::From(None)) => {
+            Ok(driver::Recovery::From(None) | driver::Recovery::Finished(None)) => {
                 return Reply::Refused(format!(
                     "--resume: there is no complete checkpoint of a query named \"{}\" in {location}: submit without --resume to start from the beginning",
-                    s.name
-                ))
-            }
-            Ok(driver::Recovery::Finished) => {
-                return Reply::Refused(format!(
-                    "--resume: the query named \"{}\" had finished (its last checkpoint is the end of its input): there is nothing to resume; submit without --resume to run it again from the beginning",
                     s.name
                 ))
             }

@@ -180,7 +180,7 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
     let checkpointing = Checkpointing {
         settings: share.settings(args),
         restore,
-        commit_only: false,
+        commit_only: d.commit_only,
         faults: anduin_runtime::Faults::default(),
         remote: Some(RemoteCoordinator {
             events: events_tx,
@@ -259,8 +259,13 @@ pub fn run_part(args: &RunArgs, deployment: &Path) -> Result<ExitCode> {
     link.send_figures(&control);
     // The channel ends kept for producers that might connect again hold the event sender.
     channels.shutdown();
-    // Every event sent before the process reports its end.
-    let _ = forwarder.join();
+    // Every event sent before the process reports its end. Not for a failed part, whose
+    // events are not worth keeping: a channel a producer opened to it before it failed may
+    // hold the event sender for as long as that producer lives (probe44: the executor waited
+    // for it for ever, its failure never reported, its attempt stuck "checkpointing").
+    if executed.is_ok() {
+        let _ = forwarder.join();
+    }
     let executed = executed?;
     link.await_heard(HEARD_WITHIN);
     tracing::info!(

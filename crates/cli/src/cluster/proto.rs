@@ -211,6 +211,12 @@ pub struct Deployment {
     pub checkpoint_store: Option<String>,
     /// The checkpoint to resume from.
     pub restore: Option<u64>,
+    /// `restore` says every input ended: the executor restores its instances from it, so
+    /// that its sinks commit what it holds (their last commit may not have happened: a part
+    /// failed or was lost in between), and runs nothing
+    /// (`anduin_runtime::Checkpointing::commit_only`).
+    #[serde(default)]
+    pub commit_only: bool,
     /// The lineage of the query's checkpoints, which the coordinator keeps in their store
     /// (`anduin_checkpoint::Store::lineage`): the same for every executor and every attempt
     /// until the query is submitted anew. `None` from a coordinator that keeps none.

@@ -500,6 +500,9 @@ pub(super) fn restore_part(
     // The attempt's, as its first deployment had it.
     let lineage = a.template.as_ref().and_then(|t| t.lineage.clone());
     let query_digest = a.template.as_ref().and_then(|t| t.query_digest.clone());
+    // A part of a commit-only attempt (see `driver::attempt`) is restored commit-only too:
+    // nothing of the query runs again (probe44: its sources were built and read on).
+    let commit_only = a.template.as_ref().is_some_and(|t| t.commit_only);
     let running_on: Vec<u32> = a.placement.iter().map(|p| a.host(*p)).collect();
     for (part, on, incarnation) in stuck {
         if let Some(w) = state.workers.get(&on).filter(|e| e.alive()) {
@@ -529,6 +532,7 @@ pub(super) fn restore_part(
             checkpoint_dir: dir.to_path_buf(),
             checkpoint_store: cluster.store.for_executors(name),
             restore: epoch,
+            commit_only,
             lineage: lineage.clone(),
             query_digest: query_digest.clone(),
             coordinator: cluster.addr,

@@ -219,21 +219,25 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             // The run that finished may have been killed before its sinks committed the
             // last checkpoint (probe41 H1: an exactly-once Kafka sink's rows were lost): its
             // operators are restored from it, which commits what it holds, and nothing runs.
-            match restore {
+            let committed = match restore {
                 Ok((checkpointing, digest)) => {
                     let at = (name.as_str(), epoch);
                     commit_finished(&loaded, &args, checkpointing, digest, dead_letter, at)?;
                     locks.ran();
+                    "its sinks committed what that checkpoint held, if anything was left; nothing else to do"
                 }
                 // Not silently (probe42): those rows wait in the checkpoint, and
                 // --from-scratch gives them up.
-                Err(changed) => eprintln!(
-                    "anduin: warning: this run cannot restore checkpoint {epoch} ({changed}): what its sinks had not committed when the query finished, if anything, is still uncommitted; run the query with the options of the run that finished it to commit that"
-                ),
-            }
+                Err(changed) => {
+                    eprintln!(
+                        "anduin: warning: this run cannot restore checkpoint {epoch} ({changed}): what its sinks had not committed when the query finished, if anything, is still uncommitted; run the query with the options of the run that finished it to commit that"
+                    );
+                    "nothing to do"
+                }
+            };
             remove_stale_state_dirs(&loaded, &args.engine);
             eprintln!(
-                "anduin: this query already finished (checkpoint {epoch} in {}): nothing to do; pass --from-scratch to run it again",
+                "anduin: this query already finished (checkpoint {epoch} in {}): {committed}; pass --from-scratch to run it again",
                 args.checkpoint_store
                     .as_ref()
                     .map(ToString::to_string)
@@ -575,7 +579,7 @@ fn commit_finished(
         },
     )
     .with_context(|| {
-        format!("this query already finished (checkpoint {epoch}), but what its sinks hold could not be committed; run it again to retry")
+        format!("this query already finished (checkpoint {epoch}), but its sinks could not commit what that checkpoint holds, or check that it is committed; run it again once they can reach their servers")
     })?;
     Ok(())
 }

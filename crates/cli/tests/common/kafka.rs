@@ -45,6 +45,16 @@ impl Cluster {
         self.mock.request_errors(api, errors);
     }
 
+    /// Takes the broker down: it answers no connection until [`Cluster::up`].
+    pub fn down(&self) {
+        self.mock.broker_down(1).expect("the broker goes down");
+    }
+
+    /// Brings the broker back.
+    pub fn up(&self) {
+        self.mock.broker_up(1).expect("the broker comes back");
+    }
+
     /// Answers requests of `api` again.
     pub fn accept(&self, api: rdkafka::types::RDKafkaApiKey) {
         self.mock.clear_request_errors(api);
@@ -147,4 +157,53 @@ impl Cluster {
             }
         }
     }
+}
+
+/// The query most Kafka tests run: rows `(ts, sensor, value)` read as CSV from topic
+/// `events` of the cluster at `${SERVERS}`, those with `value < 50` written as CSV to topic
+/// `out_topic`; `source` and `sink` are more lines of params of each (`param bounded = true`).
+pub fn filter_query(source: &str, out_topic: &str, sink: &str) -> String {
+    format!(
+        r#"
+type name = "Event" {{
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}}
+operator name = "in", type = "kafka" {{
+  param topic = "events"
+  param properties.bootstrap.servers = "${{SERVERS}}"
+  param format = "csv"
+  {source}
+  output name = "events", type = "Event"
+}}
+operator name = "low", type = "filter" {{
+  input name = "events"
+  param condition = "value < 50"
+  output name = "low", type = "Event"
+}}
+operator name = "out", type = "kafka" {{
+  input name = "low"
+  param topic = "{out_topic}"
+  param properties.bootstrap.servers = "${{SERVERS}}"
+  param format = "csv"
+  {sink}
+}}
+"#
+    )
+}
+
+/// `n` rows `ts,sensor,value` for topic `events` of [`filter_query`], and those it keeps
+/// (`value < 50`), sorted.
+pub fn filter_rows(n: u64) -> (Vec<String>, Vec<String>) {
+    let input: Vec<String> = (0..n)
+        .map(|i| format!("{},{},{}", 1_700_000_000_000 + i, i % 7, (i * 53) % 100))
+        .collect();
+    let mut kept: Vec<String> = input
+        .iter()
+        .filter(|r| r.rsplit(',').next().and_then(|v| v.parse::<u32>().ok()) < Some(50))
+        .cloned()
+        .collect();
+    kept.sort();
+    (input, kept)
 }

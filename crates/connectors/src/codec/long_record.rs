@@ -21,6 +21,15 @@ pub(crate) fn cut_text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes.get(..TEXT_MAX).unwrap_or(bytes)).into_owned()
 }
 
+/// The beginning of an encoded row and its size, to name a row too large to write in a
+/// message: `"1,abc,…"… (1048577 bytes encoded)`.
+pub(crate) fn row_beginning(value: &[u8]) -> String {
+    const SHOWN: usize = 60;
+    let text = String::from_utf8_lossy(&value[..value.len().min(SHOWN * 4)]);
+    let head: String = text.chars().take(SHOWN).collect();
+    format!("{head:?}… ({} bytes encoded)", value.len())
+}
+
 /// `n` bytes, readably: `1 MiB`, `64 KiB`, `1000 bytes`.
 pub(crate) fn size_text(n: usize) -> String {
     const KIB: usize = 1 << 10;

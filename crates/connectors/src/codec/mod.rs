@@ -72,5 +72,6 @@ pub use decoded::{Decoded, Rejected};
 pub use error::CodecError;
 pub use json_decode::JsonDecoder;
 pub use json_encode::JsonLinesEncoder;
+pub(crate) use long_record::row_beginning;
 pub use long_record::DEFAULT_MAX_RECORD_BYTES;
 pub use timestamp::TimestampFormat;

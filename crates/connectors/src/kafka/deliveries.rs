@@ -2,6 +2,8 @@
 
 use std::sync::Mutex;
 
+use rdkafka::config::RDKafkaLogLevel;
+use rdkafka::error::KafkaError;
 use rdkafka::producer::{DeliveryResult, ProducerContext};
 use rdkafka::ClientContext;
 
@@ -11,7 +13,31 @@ pub(crate) struct Deliveries {
     failed: Mutex<(u64, Option<String>)>,
 }
 
-impl ClientContext for Deliveries {}
+/// librdkafka's own reports: a broker it cannot reach, which it tries again on its own, at
+/// WARN (it logged them at ERROR, dozens in an outage the sink waits out: probe43); what
+/// fails the query, the sink says itself.
+impl ClientContext for Deliveries {
+    fn log(&self, level: RDKafkaLogLevel, fac: &str, log_message: &str) {
+        match level {
+            RDKafkaLogLevel::Emerg | RDKafkaLogLevel::Alert | RDKafkaLogLevel::Critical => {
+                tracing::error!(target: "librdkafka", facility = fac, "{log_message}")
+            }
+            RDKafkaLogLevel::Error | RDKafkaLogLevel::Warning => {
+                tracing::warn!(target: "librdkafka", facility = fac, "{log_message}")
+            }
+            RDKafkaLogLevel::Notice | RDKafkaLogLevel::Info => {
+                tracing::info!(target: "librdkafka", facility = fac, "{log_message}")
+            }
+            RDKafkaLogLevel::Debug => {
+                tracing::debug!(target: "librdkafka", facility = fac, "{log_message}")
+            }
+        }
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        tracing::warn!(target: "librdkafka", %error, "{reason}");
+    }
+}
 
 impl ProducerContext for Deliveries {
     type DeliveryOpaque = ();

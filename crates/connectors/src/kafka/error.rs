@@ -20,6 +20,15 @@ pub enum KafkaError {
         /// What librdkafka said.
         cause: String,
     },
+    /// No host of `properties.bootstrap.servers` resolves: librdkafka would wait the whole
+    /// connect timeout for a broker it can never reach.
+    #[error("no host of `properties.bootstrap.servers` ({servers}) resolves ({cause}): check the host names")]
+    UnknownHosts {
+        /// `properties.bootstrap.servers`.
+        servers: String,
+        /// What the resolver said of the first.
+        cause: String,
+    },
     /// The topic does not exist on the cluster.
     #[error("topic `{topic}` does not exist on the Kafka cluster at {servers}: create it first (anduin does not create topics)")]
     NoTopic {
@@ -44,6 +53,18 @@ pub enum KafkaError {
         /// What librdkafka said.
         cause: String,
     },
+    /// The run was asked to stop while a sink waited for its lost broker.
+    #[error("{what}: {cause}; the Kafka broker at {servers} has not answered for {lost_s:.1} s and the run was asked to stop: what is not written stays in the last complete checkpoint, and running the query again resumes from it and writes it")]
+    Stopped {
+        /// What was being done.
+        what: String,
+        /// What librdkafka said last.
+        cause: String,
+        /// `properties.bootstrap.servers`.
+        servers: String,
+        /// How long the broker has not answered.
+        lost_s: f64,
+    },
     /// The checkpoint does not fit this run (its topic, its partitions).
     #[error("the checkpoint does not fit: {0}; start over with --from-scratch")]
     Checkpoint(String),
@@ -62,7 +83,7 @@ impl KafkaError {
     /// to fix before starting, an execution error otherwise.
     pub(crate) fn for_operator(self, operator: &str) -> OperatorError {
         match self {
-            KafkaError::Client { .. } => OperatorError::Execution {
+            KafkaError::Client { .. } | KafkaError::Stopped { .. } => OperatorError::Execution {
                 operator: operator.to_string(),
                 message: self.to_string(),
             },

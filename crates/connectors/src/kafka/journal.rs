@@ -56,6 +56,16 @@ impl Journal {
             .collect()
     }
 
+    /// Gives back closed epochs taken by [`Journal::take_through`] and not committed (the run
+    /// stops while the broker is lost): later checkpoints keep them, for the resumed run.
+    pub(crate) fn put_back(&mut self, epochs: impl IntoIterator<Item = (u64, Vec<Record>)>) {
+        for (epoch, mut records) in epochs {
+            let later = self.pending.entry(epoch).or_default();
+            records.append(later);
+            *later = records;
+        }
+    }
+
     /// Rows after the last barrier, and closed epochs, not committed.
     pub(crate) fn uncommitted(&self) -> (usize, usize) {
         (
@@ -178,6 +188,30 @@ mod tests {
         let rest = back.take_through(10);
         assert_eq!(rest, vec![(3, vec![rec("bb"), rec("")])]);
         assert_eq!(back.uncommitted(), (0, 0));
+    }
+
+    #[test]
+    fn epochs_given_back_are_written_to_later_checkpoints() {
+        let mut j = Journal::default();
+        j.push(rec("a"));
+        j.close(1);
+        j.push(rec("b"));
+        j.close(2);
+        let taken = j.take_through(2);
+        j.push(rec("c"));
+        j.put_back(taken);
+        j.close(3);
+        let mut bytes = Vec::new();
+        j.write(&mut bytes).expect("writes");
+        let mut back = Journal::read(&mut bytes.as_slice()).expect("reads");
+        assert_eq!(
+            back.take_through(3),
+            vec![
+                (1, vec![rec("a")]),
+                (2, vec![rec("b")]),
+                (3, vec![rec("c")])
+            ]
+        );
     }
 
     #[test]

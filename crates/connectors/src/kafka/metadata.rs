@@ -2,6 +2,7 @@
 //! a broker that cannot be reached (within the connect timeout) and a topic that does not
 //! exist apart from everything else; and, for a `topic-pattern`, the topics it matches.
 
+use std::net::ToSocketAddrs;
 use std::time::Duration;
 
 use rdkafka::client::{Client, ClientContext};
@@ -9,6 +10,31 @@ use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::types::RDKafkaRespErr;
 
 use super::error::KafkaError;
+
+/// Fails when no host of `servers` (`properties.bootstrap.servers`) resolves, before a
+/// client waits its whole connect timeout for brokers it cannot reach (probe41: an
+/// unresolvable host took the full timeout, and was called a broker that did not answer).
+pub(crate) fn resolvable(servers: &str) -> Result<(), KafkaError> {
+    let mut first_failure = None;
+    for address in crate::addresses::normalized(servers, "9092") {
+        match address.to_socket_addrs().map(|mut found| found.next()) {
+            Ok(Some(_)) => return Ok(()),
+            Ok(None) => {
+                first_failure.get_or_insert_with(|| format!("{address}: no address"));
+            }
+            Err(e) => {
+                first_failure.get_or_insert_with(|| format!("{address}: {e}"));
+            }
+        }
+    }
+    match first_failure {
+        None => Ok(()),
+        Some(cause) => Err(KafkaError::UnknownHosts {
+            servers: servers.to_string(),
+            cause,
+        }),
+    }
+}
 
 /// The topics of the cluster at `servers` that `pattern` (a `topic-pattern`) picks, in name
 /// order ([`super::options::pattern_picks`]); none is an error that names the pattern.
@@ -19,6 +45,7 @@ pub(crate) fn matching<C: ClientContext>(
     servers: &str,
     timeout: Duration,
 ) -> Result<Vec<String>, KafkaError> {
+    resolvable(servers)?;
     let metadata = client
         .fetch_metadata(None, timeout)
         .map_err(|e| KafkaError::Unreachable {
@@ -50,6 +77,7 @@ pub(crate) fn partitions<C: ClientContext>(
     servers: &str,
     timeout: Duration,
 ) -> Result<Vec<i32>, KafkaError> {
+    resolvable(servers)?;
     let unreachable = |cause: String| KafkaError::Unreachable {
         servers: servers.to_string(),
         timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
@@ -97,4 +125,27 @@ pub(crate) fn partitions<C: ClientContext>(
     }
     partitions.sort_unstable();
     Ok(partitions)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn servers_none_of_which_resolves_are_said_so() {
+        let e = resolvable("no-such-host.invalid:9092").expect_err("does not resolve");
+        let said = e.to_string();
+        assert!(
+            said.starts_with("no host of `properties.bootstrap.servers` (no-such-host.invalid:9092) resolves (no-such-host.invalid:9092: "),
+            "{said}"
+        );
+        assert!(said.ends_with("check the host names"), "{said}");
+    }
+
+    #[test]
+    fn one_host_that_resolves_is_enough_and_a_port_is_not_needed() {
+        assert!(resolvable("no-such-host.invalid:9092,127.0.0.1:1").is_ok());
+        assert!(resolvable("localhost").is_ok());
+        assert!(resolvable("PLAINTEXT://127.0.0.1:9092").is_ok());
+    }
 }

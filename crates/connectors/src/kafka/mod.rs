@@ -25,6 +25,7 @@ mod feedback;
 mod journal;
 mod metadata;
 mod options;
+mod outage;
 mod position;
 mod read_back;
 mod sink;

@@ -12,9 +12,14 @@
 //!
 //! At least once: rows are produced as they come; each checkpoint waits until every record
 //! sent is acknowledged. A restore writes the rows after the checkpoint again.
+//!
+//! A broker lost while running stalls the sink, which tries again until it answers (see
+//! [`super::outage`]). A row too large for a record (the producer's `message.max.bytes`)
+//! fails the run when it reaches the sink, naming it, before a checkpoint holds it.
 
+use std::cell::Cell;
 use std::collections::HashSet;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anduin_operator_api::{
     Collector, Operator, OperatorError, RestoreIn, SnapshotOut, StopRequest,
@@ -22,18 +27,22 @@ use anduin_operator_api::{
 use anduin_types::{Epoch, SnapshotKind};
 use arrow::record_batch::RecordBatch;
 use rdkafka::error::{KafkaError as RdError, RDKafkaErrorCode};
-use rdkafka::message::{Header, OwnedHeaders};
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::producer::{BaseProducer, Producer};
 
 use super::deliveries::Deliveries;
 use super::encode::RowEncoder;
 use super::error::KafkaError;
-use super::journal::{still_to_write, Journal, Record, RecordId};
+use super::journal::{Journal, Record};
 use super::options::{Client, Delivery};
-use super::read_back::{read_back, EPOCH_HEADER, INDEX_HEADER, SINK_HEADER};
+use super::read_back::read_back;
 
-/// How long a commit, or a flush, may take.
-const COMMIT_TIMEOUT: Duration = Duration::from_secs(60);
+mod send;
+
+/// How long a restore's read-back of the topic may take.
+const READ_BACK_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// librdkafka's `message.max.bytes` when the sink's properties do not set it.
+const DEFAULT_MAX_MESSAGE: usize = 1_000_000;
 
 /// What a sink instance is made of (read from its params when bound).
 #[derive(Clone)]
@@ -65,14 +74,17 @@ fn producer(
     id: &str,
 ) -> Result<BaseProducer<Deliveries>, KafkaError> {
     let c = &config.client;
-    let mut settings = vec![
-        ("enable.idempotence", "true"),
-        ("acks", "all"),
-        ("message.timeout.ms", "60000"),
-    ];
-    if delivery == Delivery::ExactlyOnce {
-        settings.push(("transactional.id", id));
-        settings.push(("transaction.timeout.ms", "60000"));
+    let mut settings = vec![("enable.idempotence", "true"), ("acks", "all")];
+    match delivery {
+        Delivery::ExactlyOnce => {
+            // A record not delivered within this makes its transaction fail; the sink then
+            // writes the transaction again (see `KafkaSink::transact`).
+            settings.push(("message.timeout.ms", "60000"));
+            settings.push(("transactional.id", id));
+            settings.push(("transaction.timeout.ms", "60000"));
+        }
+        // librdkafka keeps a record until it is delivered, however long the broker is lost.
+        Delivery::AtLeastOnce => settings.push(("message.timeout.ms", "0")),
     }
     let producer: BaseProducer<Deliveries> = c
         .config(&settings)
@@ -110,9 +122,18 @@ pub(crate) struct KafkaSink {
     /// `{prefix}-{instance}`: names the producer (exactly once) and marks its records.
     id: String,
     partitions: Vec<i32>,
+    /// Each partition's end offset when last read (at the start, then at each checkpoint):
+    /// every record the sink sends later is at or after it.
+    from: Vec<(i32, i64)>,
+    /// Whether [`KafkaSink::connect`] was done: not yet in a run that only commits.
+    connected: bool,
+    /// The producer's `message.max.bytes`: no record may be larger.
+    max_message: usize,
     values: RowEncoder,
     keys: RowEncoder,
     journal: Journal,
+    /// Since when calls to the broker fail, if they do (see [`super::outage`]).
+    lost_since: Cell<Option<Instant>>,
     /// The run's stop: rows left uncommitted at the end of a stopped run are the resumed
     /// run's to write; at the end of a run not stopped, they make the run fail.
     stop: StopRequest,
@@ -145,122 +166,75 @@ impl KafkaSink {
         });
         let id = format!("{prefix}-{}", ctx.instance);
         let producer = producer(&config, delivery, &id)?;
-        let partitions = super::metadata::partitions(
-            producer.client(),
-            &config.topic,
-            &config.client.servers,
-            config.client.connect_timeout,
-        )?;
-        fence(&producer, &config, delivery)?;
-        Ok(Self {
+        let max_message = config
+            .client
+            .properties
+            .iter()
+            .find(|(k, _)| k == "message.max.bytes")
+            .and_then(|(_, v)| v.trim().parse().ok())
+            .unwrap_or(DEFAULT_MAX_MESSAGE);
+        let mut sink = Self {
             config,
             delivery,
             producer,
             id,
-            partitions,
+            partitions: Vec::new(),
+            from: Vec::new(),
+            connected: false,
+            max_message,
             values,
             keys,
             journal: Journal::default(),
             stop: ctx.stop.clone(),
-        })
+            lost_since: Cell::new(None),
+        };
+        // Run only to commit what a finished query's checkpoint holds, it connects when its
+        // restore finds something (probe42: a finished query run again needed the broker).
+        if !ctx.commit_only {
+            sink.connect()?;
+        }
+        Ok(sink)
+    }
+
+    /// Reads the topic's partitions and their end offsets; exactly once, fences the
+    /// producers of earlier runs with the sink's `transactional.id`.
+    fn connect(&mut self) -> Result<(), KafkaError> {
+        let c = &self.config.client;
+        self.partitions = super::metadata::partitions(
+            self.producer.client(),
+            &self.config.topic,
+            &c.servers,
+            c.connect_timeout,
+        )?;
+        self.from = ends(&self.producer, &self.config, &self.partitions)?;
+        fence(&self.producer, &self.config, self.delivery)?;
+        self.connected = true;
+        Ok(())
     }
 
     fn error(&self, e: KafkaError) -> OperatorError {
         e.for_operator(&self.config.name)
     }
+}
 
-    /// Sends one record, waiting while librdkafka's queue is full.
-    fn send(&self, r: &Record, headers: Option<OwnedHeaders>) -> Result<(), KafkaError> {
-        loop {
-            let mut rec: BaseRecord<'_, [u8], [u8]> =
-                BaseRecord::to(&self.config.topic).payload(r.value.as_slice());
-            if let Some(k) = &r.key {
-                rec = rec.key(k.as_slice());
-            }
-            if let Some(h) = headers.clone() {
-                rec = rec.headers(h);
-            }
-            match self.producer.send(rec) {
-                Ok(()) => return Ok(()),
-                Err((RdError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
-                    self.producer.poll(Duration::from_millis(100));
-                }
-                Err((e, _)) => {
-                    return Err(KafkaError::client(
-                        format!("producing to topic `{}`", self.config.topic),
-                        e,
-                    ))
-                }
-            }
-        }
-    }
-
-    /// Writes `records` of `epoch` (those not in `visible`) in one transaction.
-    fn transact(
-        &self,
-        epoch: u64,
-        records: &[Record],
-        visible: &HashSet<RecordId>,
-    ) -> Result<(), KafkaError> {
-        let todo = still_to_write(epoch, records, visible);
-        if todo.is_empty() {
-            return Ok(());
-        }
-        let what = |s: &str| format!("{s} the transaction of checkpoint {epoch}");
-        self.producer
-            .begin_transaction()
-            .map_err(|e| KafkaError::client(what("beginning"), e))?;
-        let epoch_text = epoch.to_string();
-        let sent = todo.iter().try_for_each(|(i, r)| {
-            let index = i.to_string();
-            let headers = OwnedHeaders::new()
-                .insert(Header {
-                    key: SINK_HEADER,
-                    value: Some(self.id.as_str()),
+/// Each partition of the sink's topic's end offset now.
+fn ends(
+    producer: &BaseProducer<Deliveries>,
+    config: &SinkConfig,
+    partitions: &[i32],
+) -> Result<Vec<(i32, i64)>, KafkaError> {
+    partitions
+        .iter()
+        .map(|&p| {
+            producer
+                .client()
+                .fetch_watermarks(&config.topic, p, config.client.connect_timeout)
+                .map(|(_, high)| (p, high))
+                .map_err(|e| {
+                    KafkaError::client(format!("reading the end offset of {}/{p}", config.topic), e)
                 })
-                .insert(Header {
-                    key: EPOCH_HEADER,
-                    value: Some(epoch_text.as_str()),
-                })
-                .insert(Header {
-                    key: INDEX_HEADER,
-                    value: Some(index.as_str()),
-                });
-            self.send(r, Some(headers))
-        });
-        let committed = sent.and_then(|()| {
-            self.producer
-                .commit_transaction(COMMIT_TIMEOUT)
-                .map_err(|e| KafkaError::client(what("committing"), e))
-        });
-        if let Err(e) = committed {
-            // What was sent is not visible to read_committed readers; a resumed run writes
-            // it again from the checkpoint.
-            let _ = self.producer.abort_transaction(COMMIT_TIMEOUT);
-            return Err(e);
-        }
-        tracing::debug!(operator = %self.config.name, epoch, records = todo.len(), "Kafka transaction committed");
-        Ok(())
-    }
-
-    /// Each partition's end offset now.
-    fn ends(&self) -> Result<Vec<(i32, i64)>, KafkaError> {
-        self.partitions
-            .iter()
-            .map(|&p| {
-                self.producer
-                    .client()
-                    .fetch_watermarks(&self.config.topic, p, self.config.client.connect_timeout)
-                    .map(|(_, high)| (p, high))
-                    .map_err(|e| {
-                        KafkaError::client(
-                            format!("reading the end offset of {}/{p}", self.config.topic),
-                            e,
-                        )
-                    })
-            })
-            .collect()
-    }
+        })
+        .collect()
 }
 
 /// A failed first call: the brokers could not be reached, or something else.
@@ -302,6 +276,11 @@ impl Operator for KafkaSink {
         for (i, value) in values.into_iter().enumerate() {
             let key = keys.as_ref().and_then(|k| k.get(i).cloned());
             let r = Record { key, value };
+            if self.may_be_too_large(&r) {
+                // Found only at the commit, it would fail every run resumed from the
+                // checkpoint that holds it (probe41 M1).
+                return Err(self.error(self.too_large(&r)));
+            }
             match self.delivery {
                 Delivery::ExactlyOnce => self.journal.push(r),
                 Delivery::AtLeastOnce => {
@@ -326,9 +305,24 @@ impl Operator for KafkaSink {
             Delivery::AtLeastOnce => self.flush(),
             Delivery::ExactlyOnce => {
                 self.journal.close(out.epoch().0);
+                // With the broker lost, the ends read before are still before every record
+                // sent later: the checkpoint is taken, and the commit waits for the broker.
+                // Not asked while the broker is known lost (a stop would wait for the answer).
+                let read = match self.lost_since.get() {
+                    Some(_) => None,
+                    None => Some(ends(&self.producer, &self.config, &self.partitions)),
+                };
+                match read {
+                    Some(Ok(from)) => self.from = from,
+                    Some(Err(e)) => {
+                        self.lost_since.set(Some(Instant::now()));
+                        tracing::info!(operator = %self.config.name, error = %e, "the checkpoint keeps the end offsets read before")
+                    }
+                    None => {}
+                }
                 let inline = Inline {
                     transactional_id: self.id.clone(),
-                    from: self.ends().map_err(|e| self.error(e))?,
+                    from: self.from.clone(),
                 };
                 let stream = out.stream(SnapshotKind::Full)?;
                 self.journal.write(stream).map_err(|e| OperatorError::Io {
@@ -346,6 +340,26 @@ impl Operator for KafkaSink {
             return Ok(());
         }
         let inline: Inline = state.inline_as(&self.config.name)?;
+        let Some(file) = state.files.last_mut() else {
+            return Err(self.error(KafkaError::Checkpoint(
+                "it holds no journal of this sink".into(),
+            )));
+        };
+        let mut journal = Journal::read(file.as_mut()).map_err(|e| {
+            self.error(KafkaError::Checkpoint(format!(
+                "its journal cannot be read: {e}"
+            )))
+        })?;
+        if !self.connected {
+            // Only committing: nothing to do without a journal; else under the checkpoint's id.
+            if journal.uncommitted() == (0, 0) {
+                return Ok(());
+            }
+            self.id = inline.transactional_id.clone();
+            self.producer =
+                producer(&self.config, self.delivery, &self.id).map_err(|e| self.error(e))?;
+            self.connect().map_err(|e| self.error(e))?;
+        }
         if inline.transactional_id != self.id {
             // The query was renamed (or its prefix changed) since the checkpoint: the sink
             // goes on under the checkpoint's id, which fences the killed run's producer and
@@ -358,22 +372,12 @@ impl Operator for KafkaSink {
             self.producer = adopted;
             self.id = inline.transactional_id.clone();
         }
-        let Some(file) = state.files.last_mut() else {
-            return Err(self.error(KafkaError::Checkpoint(
-                "it holds no journal of this sink".into(),
-            )));
-        };
-        let mut journal = Journal::read(file.as_mut()).map_err(|e| {
-            self.error(KafkaError::Checkpoint(format!(
-                "its journal cannot be read: {e}"
-            )))
-        })?;
         let visible = read_back(
             &self.config.client,
             &self.config.topic,
             &self.id,
             &inline.from,
-            COMMIT_TIMEOUT,
+            READ_BACK_TIMEOUT,
         )
         .map_err(|e| self.error(e))?;
         for (epoch, records) in journal.take_through(state.epoch.0) {
@@ -384,9 +388,28 @@ impl Operator for KafkaSink {
     }
 
     fn handle_commit(&mut self, epoch: Epoch) -> Result<(), OperatorError> {
-        for (e, records) in self.journal.take_through(epoch.0) {
-            self.transact(e, &records, &HashSet::new())
-                .map_err(|err| self.error(err))?;
+        let mut taken = self.journal.take_through(epoch.0).into_iter();
+        while let Some((e, records)) = taken.next() {
+            let written = if self.stop.asked() && self.lost_since.get().is_some() {
+                Err(self
+                    .outage()
+                    .stopped(&format!("committing checkpoint {e}"), "not tried"))
+            } else {
+                self.transact(e, &records, &HashSet::new())
+            };
+            match written {
+                Ok(()) => {}
+                // The run stops while the broker is lost: the rows stay in the journal, so
+                // that the stop's last checkpoint keeps them too, and the run ends as a
+                // stopped one does (the resumed run writes them).
+                Err(err @ KafkaError::Stopped { .. }) => {
+                    tracing::warn!(operator = %self.config.name, epoch = e, error = %err, "not committed: the run stops while the Kafka broker is lost");
+                    self.journal
+                        .put_back(std::iter::once((e, records)).chain(taken));
+                    return Ok(());
+                }
+                Err(err) => return Err(self.error(err)),
+            }
         }
         Ok(())
     }
@@ -414,25 +437,6 @@ impl Operator for KafkaSink {
                     ),
                 })
             }
-        }
-    }
-}
-
-impl KafkaSink {
-    /// Waits until every record sent is acknowledged; fails if one could not be delivered.
-    fn flush(&self) -> Result<(), OperatorError> {
-        self.producer
-            .flush(COMMIT_TIMEOUT)
-            .map_err(|e| self.error(KafkaError::client("flushing the producer", e)))?;
-        match self.producer.context().take_failures() {
-            None => Ok(()),
-            Some((n, why)) => Err(self.error(KafkaError::client(
-                format!(
-                    "{n} record(s) to topic `{}` could not be delivered",
-                    self.config.topic
-                ),
-                why,
-            ))),
         }
     }
 }

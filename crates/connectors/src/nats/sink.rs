@@ -176,7 +176,7 @@ impl NatsSink {
                 if value.len() > max_payload {
                     return Err(NatsError::client(
                         publishing_what(config),
-                        format!("the row that begins {} is larger than the server takes (its `max_payload`: {max_payload} bytes); raise `max_payload` in the server's configuration, or write smaller rows", too_large_row(&value)),
+                        format!("the row that begins {} is larger than the server takes (its `max_payload`: {max_payload} bytes); raise `max_payload` in the server's configuration, or write smaller rows", crate::codec::row_beginning(&value)),
                     ));
                 }
                 let message = PublishMessage::build().payload(value.into()).message_id(id);
@@ -263,14 +263,6 @@ fn publishing_what(config: &SinkConfig) -> String {
         config.stream,
         super::connection::shown(&config.server)
     )
-}
-
-/// The beginning of an encoded row and its size, to name it in a message.
-fn too_large_row(value: &[u8]) -> String {
-    const SHOWN: usize = 60;
-    let text = String::from_utf8_lossy(&value[..value.len().min(SHOWN * 4)]);
-    let head: String = text.chars().take(SHOWN).collect();
-    format!("{head:?}… ({} bytes encoded)", value.len())
 }
 
 impl Operator for NatsSink {

@@ -245,19 +245,6 @@ impl Control {
         }
     }
 
-    /// The run failed, but its query is over all the same (a cluster's worker lost once
-    /// every input had ended and the last checkpoint had completed: nothing to recover): it
-    /// finished.
-    pub fn detach_finished(&self) {
-        self.detach(false);
-        {
-            let mut inner = self.lock();
-            inner.recovering = None;
-            inner.recovered_on_failure = false;
-        }
-        self.changed.notify_all();
-    }
-
     /// The run was cancelled (a cluster's `anduin cancel`): it ended at once.
     pub fn detach_cancelled(&self) {
         self.detach(true);

@@ -1,0 +1,196 @@
+//! probe41 M2: a Kafka broker lost for longer than `connect.timeout` while an exactly-once
+//! query ran failed the run at its next checkpoint (reading the topic's end offsets), and a
+//! commit gave up after 60 s. Now the checkpoint keeps the end offsets read before, and the
+//! sink tries its commit again (with backoff) until the broker is back: the query stalls,
+//! then goes on, and the topic holds every row of a run without the outage, once. A stop
+//! while it waits ends the run as a stop does (exit 143), the rows not committed kept in the
+//! stop's last checkpoint for the resumed run.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use common::kafka::Cluster;
+use common::{anduin_ok, wait_until_or_show, ChildGuard, CHECKPOINT_COMPLETED};
+
+const QUERY: &str = r#"
+type name = "Event" {
+  column name = "ts", type = "timestamp"
+  column name = "sensor", type = "int"
+  column name = "value", type = "int"
+}
+operator name = "gen", type = "generator" {
+  param profile = "events"
+  param count = 3000
+  param rate = RATE
+  output name = "events", type = "Event"
+}
+operator name = "low", type = "filter" {
+  input name = "events"
+  param condition = "value < 50"
+  output name = "low", type = "Event"
+}
+operator name = "out", type = "kafka" {
+  input name = "low"
+  param topic = "${TOPIC}"
+  param properties.bootstrap.servers = "${SERVERS}"
+  param format = "csv"
+  param connect.timeout = "1s"
+}
+"#;
+
+/// A mock cluster with topics `ref` and `out`, a directory with the query at full speed
+/// (`fast.flow`) and at 300 rows a second (`slow.flow`), the `--var` of the servers, and the
+/// rows of a run without faults (into `ref`), sorted.
+fn prepared() -> (Cluster, tempfile::TempDir, String, Vec<String>) {
+    let cluster = Cluster::start();
+    cluster.topic("ref", 1);
+    cluster.topic("out", 1);
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The same rows either way: the generator's rows do not depend on its rate.
+    std::fs::write(
+        dir.path().join("fast.flow"),
+        QUERY.replace("RATE", "1000000"),
+    )
+    .expect("q");
+    std::fs::write(dir.path().join("slow.flow"), QUERY.replace("RATE", "300")).expect("q");
+    let servers = format!("SERVERS={}", cluster.servers());
+    let mut args = vec!["run", "fast.flow", "--no-api", "-q", "--var", &servers];
+    args.extend(["--var", "TOPIC=ref", "--checkpoint-dir", "ck-ref"]);
+    args.extend(["--checkpoint-interval", "200ms"]);
+    anduin_ok(dir.path(), &args);
+    let mut expected = cluster.read_committed("ref");
+    expected.sort();
+    assert!(expected.len() > 100, "the reference run wrote {expected:?}");
+    (cluster, dir, servers, expected)
+}
+
+/// `anduin run slow.flow` into `out`, checkpointed into `ck`, its stderr (events and logs)
+/// into `log`.
+fn slow_run(dir: &Path, servers: &str, log: &Path) -> ChildGuard {
+    let mut args = vec!["run", "slow.flow", "--no-api", "--events", "-"];
+    args.extend([
+        "--var",
+        servers,
+        "--var",
+        "TOPIC=out",
+        "--checkpoint-dir",
+        "ck",
+    ]);
+    args.extend(["--checkpoint-interval", "200ms"]);
+    ChildGuard(
+        Command::new(env!("CARGO_BIN_EXE_anduin"))
+            .args(&args)
+            .current_dir(dir)
+            .env_remove("RUST_LOG")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(log).expect("log"))
+            .spawn()
+            .expect("anduin starts"),
+    )
+}
+
+/// Starts the slow run, takes the broker down after its first checkpoint, and waits until a
+/// commit fails on it (the run must still be running); the run and its log.
+fn lost_while_running(cluster: &Cluster, dir: &Path, servers: &str) -> (ChildGuard, PathBuf) {
+    let log = dir.join("run.log");
+    let mut run = slow_run(dir, servers, &log);
+    let said = || std::fs::read_to_string(&log).unwrap_or_default();
+    wait_until_or_show(
+        "the run's first checkpoint",
+        || said().contains(CHECKPOINT_COMPLETED),
+        said,
+    );
+    cluster.down();
+    let mut ended = None;
+    wait_until_or_show(
+        "a commit to fail while the broker is lost (or the run to end)",
+        || {
+            ended = run.0.try_wait().expect("waits");
+            ended.is_some() || said().contains("the sink tries again")
+        },
+        said,
+    );
+    assert_eq!(
+        ended,
+        None,
+        "the run ended while the broker was lost: {}",
+        said()
+    );
+    (run, log)
+}
+
+/// Waits for `run` to end; how it ended.
+fn ended(run: &mut ChildGuard, log: &Path) -> std::process::ExitStatus {
+    let said = || std::fs::read_to_string(log).unwrap_or_default();
+    let mut ended = None;
+    wait_until_or_show(
+        "the run to end",
+        || {
+            ended = run.0.try_wait().expect("waits");
+            ended.is_some()
+        },
+        said,
+    );
+    ended.expect("it ended")
+}
+
+/// What `out` holds, as a `read_committed` consumer reads it, sorted.
+fn committed(cluster: &Cluster) -> Vec<String> {
+    let mut got = cluster.read_committed("out");
+    got.sort();
+    got
+}
+
+#[test]
+fn a_kafka_broker_lost_while_an_exactly_once_query_runs_stalls_it_and_every_row_is_written_once_when_it_is_back(
+) {
+    let (cluster, dir, servers, expected) = prepared();
+    let (mut run, log) = lost_while_running(&cluster, dir.path(), &servers);
+    cluster.up();
+    let status = ended(&mut run, &log);
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        status.success(),
+        "the run goes on once the broker is back: {said}"
+    );
+    assert!(said.contains("the Kafka broker answers again"), "{said}");
+    let got = committed(&cluster);
+    assert_eq!(got.len(), expected.len(), "{said}");
+    assert_eq!(got, expected);
+}
+
+#[test]
+fn a_stop_while_the_broker_is_lost_ends_the_run_as_a_stop_and_the_resumed_run_writes_every_row_once(
+) {
+    let (cluster, dir, servers, expected) = prepared();
+    let (mut run, log) = lost_while_running(&cluster, dir.path(), &servers);
+    let status = Command::new("kill")
+        .args(["-TERM", &run.pid().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let status = ended(&mut run, &log);
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(status.code(), Some(143), "a stop, not a failure: {said}");
+    assert!(said.contains("stopped after"), "{said}");
+    assert!(
+        said.contains("not committed: the run stops while the Kafka broker is lost"),
+        "{said}"
+    );
+
+    cluster.up();
+    let log = dir.path().join("resumed.log");
+    let mut resumed = slow_run(dir.path(), &servers, &log);
+    let status = ended(&mut resumed, &log);
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(status.success(), "{said}");
+    let got = committed(&cluster);
+    assert_eq!(
+        got.len(),
+        expected.len(),
+        "rows lost or written twice: {said}"
+    );
+    assert_eq!(got, expected);
+}
