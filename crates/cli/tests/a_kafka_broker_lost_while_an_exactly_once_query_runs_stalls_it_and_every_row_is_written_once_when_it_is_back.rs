@@ -179,6 +179,12 @@ fn a_stop_while_the_broker_is_lost_ends_the_run_as_a_stop_and_the_resumed_run_wr
         said.contains("not committed: the run stops while the Kafka broker is lost"),
         "{said}"
     );
+    // Its last line says so too (it once said everything read was written).
+    assert!(
+        said.contains("but not all of it written") && said.contains("could not commit"),
+        "{said}"
+    );
+    assert!(!said.contains("processed and written"), "{said}");
 
     cluster.up();
     let log = dir.path().join("resumed.log");

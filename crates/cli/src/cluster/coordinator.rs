@@ -22,6 +22,7 @@ use anduin_coordinator::{QueryId, WorkerId};
 use super::driver::{self, Attempt};
 use super::life_events::LifeEvents;
 use super::proto::{self, QueryStatus, Reply, Submission, ToCoordinator, ToWorker};
+use super::restarts::{RestartPolicy, Restarts};
 use super::scheduler::{self, Processes, Scheduler, Static};
 use super::secret::{check_listen, SecretArgs};
 use super::silence::{silent_parts, PartFacts, Stuck};
@@ -77,6 +78,17 @@ pub struct CoordinatorArgs {
     /// Per-task recovery, the default (kept for the scripts that asked for it).
     #[arg(long, hide = true, conflicts_with = "no_per_task_recovery")]
     pub per_task_recovery: bool,
+    /// A query whose attempts fail this many times in a row, none of them completing a
+    /// checkpoint, is failed (an attempt that completed one starts the count again).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..), value_name = "N")]
+    pub restart_attempts: u32,
+    /// The wait before a failed query's next attempt, doubled after each further failure in
+    /// a row (Flink's exponential-delay restart strategy); 0s: none.
+    #[arg(long, default_value = "500ms", value_parser = parse_duration, value_name = "DURATION")]
+    pub restart_backoff: Duration,
+    /// The longest wait between two attempts (never shorter than --restart-backoff).
+    #[arg(long, default_value = "30s", value_parser = parse_duration, value_name = "DURATION")]
+    pub restart_max_backoff: Duration,
     /// Where workers come from: `static`, workers started elsewhere register themselves
     /// (`anduin worker --coordinator …`); `process`, the coordinator starts --workers worker
     /// processes on this machine and starts a worker again once it is declared dead;
@@ -307,6 +319,8 @@ pub struct QueryEntry {
     pub stop_asked: bool,
     /// The current attempt's state, while one runs.
     pub attempt: Option<Attempt>,
+    /// Its failures since its last progress.
+    pub restarts: Restarts,
 }
 
 /// Everything the coordinator knows, behind one lock; `changed` wakes the drivers.
@@ -333,6 +347,8 @@ pub struct Cluster {
     pub api: Registry,
     /// A dead worker's instances are restored alone (unless `--no-per-task-recovery`).
     pub per_task_recovery: bool,
+    /// When a failed query is attempted again (`--restart-*`).
+    pub restart: RestartPolicy,
     /// Held by the submission being accepted.
     pub submitting: Mutex<()>,
     /// Testing: the step after which the coordinator exits by itself.
@@ -870,6 +886,11 @@ pub fn coordinator(mut args: CoordinatorArgs) -> Result<ExitCode> {
         secret,
         api: registry,
         per_task_recovery: !args.no_per_task_recovery,
+        restart: RestartPolicy {
+            attempts: args.restart_attempts,
+            backoff: args.restart_backoff,
+            max_backoff: args.restart_max_backoff,
+        },
         submitting: Mutex::new(()),
         exit_after: args.inject_exit_after,
         hold_restore: args.inject_hold_restore,
@@ -1049,6 +1070,7 @@ fn from_catalog(
                 cancel: q.cancel_requested,
                 stop_asked: false,
                 attempt: None,
+                restarts: Restarts::default(),
             },
         );
         if over {
@@ -1761,6 +1783,7 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
             cancel: false,
             stop_asked: false,
             attempt: None,
+            restarts: Restarts::default(),
         },
     );
     state.feed(&name, &Input::Submitted);

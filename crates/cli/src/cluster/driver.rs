@@ -34,6 +34,7 @@ use super::controls;
 use super::coordinator::{Cluster, ExitPoint, Link, State};
 use super::figures::Sample;
 use super::proto::{self, Deployment, Submission, ToExecutor, ToWorker};
+use super::restarts::Restart;
 use super::silence::Stuck;
 use crate::cmd::run::{checkpoint_settings, RunArgs};
 use crate::load::{load_to_run, LoadError, Loaded};
@@ -42,8 +43,6 @@ use crate::load::{load_to_run, LoadError, Loaded};
 const EXECUTORS_WITHIN: Duration = Duration::from_secs(60);
 /// How long the parts of a cancelled attempt have to end.
 const CANCEL_WITHIN: Duration = Duration::from_secs(30);
-/// Attempts before a query is failed.
-const MAX_ATTEMPTS: u64 = 10;
 
 /// The flags of a submission, parsed as `anduin run` parses them.
 #[derive(Parser)]
@@ -400,6 +399,9 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
         });
     }
     loop {
+        if let Some(q) = cluster.lock().queries.get_mut(name) {
+            q.restarts.begin(q.status.last_checkpoint);
+        }
         let outcome = if reattach {
             reattach = false;
             match take_over(cluster, name, &compiled, &dir, number) {
@@ -430,6 +432,7 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
         }
         q.attempt = None;
         let cancelled = q.cancel;
+        let mut backoff = None;
         let over = match outcome {
             Outcome::Finished => {
                 eprintln!("anduin: query {name} finished");
@@ -466,7 +469,15 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
                 for input in lost(&state, name, &why, worker) {
                     state.feed(name, &input);
                 }
-                if number >= MAX_ATTEMPTS {
+                let restart =
+                    state
+                        .queries
+                        .get_mut(name)
+                        .map_or(Restart::GiveUp { failures: 0 }, |q| {
+                            q.restarts
+                                .failed(&cluster.restart, q.status.last_checkpoint)
+                        });
+                if let Restart::GiveUp { failures } = restart {
                     // Its last checkpoint may say every input ended, its sinks' commit of it
                     // undone: then it is only waiting for that commit (probe44).
                     let pending = match cluster.committing_store(name).and_then(|s| recovery(&s)) {
@@ -474,11 +485,16 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
                         _ => "",
                     };
                     eprintln!(
-                        "anduin: query {name} failed after {number} attempts: {why}{pending}"
+                        "anduin: query {name} failed after {number} attempts, the last {failures} in a row with no checkpoint completed (`anduin coordinator --restart-attempts`): {why}{pending}"
                     );
                     state.feed(name, &Input::RecoveryFailed { why });
                     true
                 } else {
+                    backoff = match restart {
+                        Restart::After(wait) if !wait.is_zero() => Some(wait),
+                        _ => None,
+                    };
+                    let after = backoff.map(|w| format!(" in {w:?}")).unwrap_or_default();
                     // Why per-task recovery did not apply, said here too: the query's life
                     // refuses the fallback when it did not take the failure as a loss (a
                     // part restored elsewhere before, whose tasks it places on their host).
@@ -486,7 +502,7 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
                         .as_ref()
                         .map(|f| format!(" (per-task recovery does not apply: {f})"))
                         .unwrap_or_default();
-                    eprintln!("anduin: query {name}, attempt {number} failed: {why}; recovering from the last checkpoint{per_task}");
+                    eprintln!("anduin: query {name}, attempt {number} failed: {why}; recovering from the last checkpoint{after}{per_task}");
                     let why = fallback.unwrap_or_else(|| match worker {
                         Some(_) if !cluster.per_task_recovery => "per-task recovery is off (`anduin coordinator --no-per-task-recovery`)".into(),
                         Some(_) => "the loss came before the attempt ran (while its executors started, or while a restarted coordinator waited for them to report again): per-task recovery applies to a running attempt".into(),
@@ -501,8 +517,48 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
         if over {
             break;
         }
+        drop(state);
+        if let Some(wait) = backoff {
+            if !back_off(cluster, name, wait) {
+                eprintln!("anduin: query {name} cancelled (while it waited for its next attempt)");
+                cluster.lock().feed(name, &Input::CancelRequested);
+                break;
+            }
+        }
     }
     cluster.changed.notify_all();
+}
+
+/// Waits `wait` before the next attempt of query `name`; false if it was cancelled (or is
+/// gone) meanwhile.
+fn back_off(cluster: &Cluster, name: &str, wait: Duration) -> bool {
+    // A wait too long for the clock (`--restart-backoff 1000000000d`) is a year: a cancel
+    // ends it all the same.
+    let year = Duration::from_secs(365 * 24 * 3600);
+    let until = Instant::now() + wait.min(year);
+    let mut state = cluster.lock();
+    loop {
+        if state.queries.get(name).is_none_or(|q| q.cancel) {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= until {
+            return true;
+        }
+        state = cluster.wait(state, until - now);
+    }
+}
+
+/// Whether query `name` is attempted again if its current attempt fails now (as `drive`
+/// then decides).
+fn recovers_if_failed(cluster: &Cluster, state: &State, name: &str) -> bool {
+    state.queries.get(name).is_some_and(|q| {
+        matches!(
+            q.restarts
+                .if_failed(&cluster.restart, q.status.last_checkpoint),
+            Restart::After(_)
+        )
+    })
 }
 
 /// What the query's life is told of a failure: the worker that died, the task that failed
@@ -944,7 +1000,7 @@ fn start_checkpointer(
         },
     )?);
     control.stop_with(stopper(cluster, name, number));
-    if number < MAX_ATTEMPTS {
+    if recovers_if_failed(cluster, &cluster.lock(), name) {
         // A failure rolls the query back as a new attempt (`drive`), unless cancelled.
         control.recovered_on_failure();
     }
@@ -1903,7 +1959,9 @@ fn wind_down(cluster: &Cluster, name: &str, number: u64, outcome: Outcome) -> Ou
     // cut short by it, the query is not failed.
     let cancelled = state.queries.get(name).is_some_and(|q| q.cancel);
     let recovered = match &outcome {
-        Outcome::Failed { why, .. } if number < MAX_ATTEMPTS && !cancelled => Some(why.clone()),
+        Outcome::Failed { why, .. } if !cancelled && recovers_if_failed(cluster, &state, name) => {
+            Some(why.clone())
+        }
         _ => None,
     };
     if let Some(c) = current(&state, name, number).and_then(|a| a.control.as_ref()) {

@@ -32,6 +32,7 @@ mod life_events;
 pub mod local;
 mod modules;
 pub mod proto;
+mod restarts;
 mod restore;
 pub mod scheduler;
 pub mod secret;

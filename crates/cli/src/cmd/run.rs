@@ -647,10 +647,26 @@ fn print_summary(args: &RunArgs, s: &RunSummary, dead_letter: &DeadLetter) {
 
 /// What a stopped run did with the rows it read: all processed and written, unless an
 /// operator still busy with them a second after the stop gave some up (a `pattern`'s
-/// `given_up_rows`). Without checkpoints their matches are missing for good, and a match
-/// still open where the pattern gave up ended there, as at the end of the input: it may be
-/// cut short. With checkpoints, nothing was cut short, and a resumed run matches them.
+/// `given_up_rows`), or a sink could not commit them (a Kafka sink whose broker was lost,
+/// `uncommitted_rows`: a resumed run writes them). Without checkpoints the given-up rows'
+/// matches are missing for good, and a match still open where the pattern gave up ended
+/// there, as at the end of the input: it may be cut short. With checkpoints, nothing was cut
+/// short, and a resumed run matches them.
 fn processed(summary: &anduin_runtime::RunSummary, checkpointing: bool) -> String {
+    let left: Vec<String> = summary
+        .operators
+        .iter()
+        .filter_map(|o| {
+            let (_, n) = o.metrics.iter().find(|(m, _)| m == "uncommitted_rows")?;
+            (*n > 0).then(|| format!("`{}` could not commit {n} of them", o.name))
+        })
+        .collect();
+    if !left.is_empty() {
+        return format!(
+            "everything read so far was processed, but not all of it written: {} (its broker was lost; they are kept in the last checkpoint, and a resumed run writes them)",
+            left.join(", ")
+        );
+    }
     let given_up: Vec<String> = summary
         .operators
         .iter()

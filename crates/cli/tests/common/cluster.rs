@@ -43,6 +43,25 @@ pub struct Setup {
     pub standby_state_of_its_own: bool,
 }
 
+impl Setup {
+    /// A coordinator that waits only 20 ms before the attempt after a failure (doubled after
+    /// each further one, up to 100 ms), for the tests that wait for a query to be given up
+    /// after its 10 failed attempts (by default the waits add up to about two minutes).
+    pub fn restarting_quickly() -> Self {
+        Setup {
+            coordinator_flags: [
+                "--restart-backoff",
+                "20ms",
+                "--restart-max-backoff",
+                "100ms",
+            ]
+            .map(String::from)
+            .to_vec(),
+            ..Setup::default()
+        }
+    }
+}
+
 /// How the coordinators of a [`Setup::standby`] cluster in `dir` elect: by
 /// [`Setup::election`], or a lock file.
 fn leader_election(dir: &Path, setup: &Setup) -> String {

@@ -54,7 +54,7 @@ pub enum KafkaError {
         cause: String,
     },
     /// The run was asked to stop while a sink waited for its lost broker.
-    #[error("{what}: {cause}; the Kafka broker at {servers} has not answered for {lost_s:.1} s and the run was asked to stop: what is not written stays in the last complete checkpoint, and running the query again resumes from it and writes it")]
+    #[error("{what}: {cause}; the Kafka broker at {servers} has not answered {lost} and the run was asked to stop: what is not written stays in the last complete checkpoint, and running the query again resumes from it and writes it")]
     Stopped {
         /// What was being done.
         what: String,
@@ -62,8 +62,8 @@ pub enum KafkaError {
         cause: String,
         /// `properties.bootstrap.servers`.
         servers: String,
-        /// How long the broker has not answered.
-        lost_s: f64,
+        /// How long the broker has not answered (`for 12.5 s`, or `its last call`).
+        lost: String,
     },
     /// The checkpoint does not fit this run (its topic, its partitions).
     #[error("the checkpoint does not fit: {0}; start over with --from-scratch")]

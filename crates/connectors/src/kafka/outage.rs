@@ -124,10 +124,10 @@ impl<'a> Outage<'a> {
             what: what.to_string(),
             cause: cause.to_string(),
             servers: self.servers.to_string(),
-            lost_s: self
-                .lost_since
-                .get()
-                .map_or(0.0, |s| s.elapsed().as_secs_f64()),
+            lost: match self.lost_since.get().map(|s| s.elapsed().as_secs_f64()) {
+                Some(s) if s >= 0.1 => format!("for {s:.1} s"),
+                _ => "its last call".to_string(),
+            },
         }
     }
 

@@ -137,6 +137,9 @@ pub(crate) struct KafkaSink {
     /// The run's stop: rows left uncommitted at the end of a stopped run are the resumed
     /// run's to write; at the end of a run not stopped, they make the run fail.
     stop: StopRequest,
+    /// The rows a stopped run left uncommitted (its `uncommitted_rows` figure, which the
+    /// stopped run's last line names).
+    left: u64,
 }
 
 impl KafkaSink {
@@ -187,6 +190,7 @@ impl KafkaSink {
             journal: Journal::default(),
             stop: ctx.stop.clone(),
             lost_since: Cell::new(None),
+            left: 0,
         };
         // Run only to commit what a finished query's checkpoint holds, it connects when its
         // restore finds something (probe42: a finished query run again needed the broker).
@@ -256,6 +260,14 @@ fn unreachable_or(servers: &str, timeout: Duration, what: &str, e: RdError) -> K
 impl Operator for KafkaSink {
     fn name(&self) -> &str {
         &self.config.name
+    }
+
+    fn metrics(&self) -> Vec<(&'static str, u64)> {
+        if self.left > 0 {
+            vec![("uncommitted_rows", self.left)]
+        } else {
+            Vec::new()
+        }
     }
 
     fn process_batch(
@@ -424,6 +436,7 @@ impl Operator for KafkaSink {
                 }
                 if self.stop.asked() {
                     tracing::warn!(operator = %self.config.name, after_last_barrier = current, pending, "rows not committed at the end: a run resumed from the last checkpoint writes them");
+                    self.left = (current + pending) as u64;
                     return Ok(());
                 }
                 // The input ended without a stop, but the last checkpoint failed (probe42: the

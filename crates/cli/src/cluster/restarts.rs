@@ -1,0 +1,188 @@
+//! When a failed cluster query is attempted again, and when it is given up: a delay that
+//! doubles from one failure to the next (Flink's exponential-delay restart strategy), and a
+//! limit on the failures in a row that made no progress. An attempt makes progress when a
+//! checkpoint newer than the one it started from completes: a query that fails now and then
+//! while it moves on is recovered for ever, one that fails again before its next checkpoint
+//! is given up after `attempts` failures.
+//!
+//! Pure: the driver tells it the checkpoints and acts on what it returns.
+
+use std::time::Duration;
+
+/// `anduin coordinator --restart-attempts`, `--restart-backoff`, `--restart-max-backoff`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RestartPolicy {
+    /// Failures in a row without progress after which the query fails (at least 1).
+    pub attempts: u32,
+    /// The wait before the attempt after the first failure; doubled after each further one.
+    pub backoff: Duration,
+    /// The longest wait (but never shorter than `backoff`).
+    pub max_backoff: Duration,
+}
+
+/// What follows a failed attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Restart {
+    /// Another attempt, after this wait.
+    After(Duration),
+    /// The query fails: this many attempts in a row failed without progress.
+    GiveUp { failures: u32 },
+}
+
+/// The failures of one query since its last progress.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Restarts {
+    /// Failed attempts in a row, none of which completed a checkpoint.
+    failures: u32,
+    /// The last complete checkpoint when the current attempt began.
+    from: Option<u64>,
+}
+
+impl Restarts {
+    /// An attempt begins; `last_checkpoint` is the query's last complete checkpoint.
+    pub fn begin(&mut self, last_checkpoint: Option<u64>) {
+        self.from = last_checkpoint;
+    }
+
+    /// What follows if the current attempt fails now, its query's last complete checkpoint
+    /// being `last_checkpoint` (the same answer as [`Restarts::failed`] then gives).
+    pub fn if_failed(&self, policy: &RestartPolicy, last_checkpoint: Option<u64>) -> Restart {
+        policy.after(self.failures_with(last_checkpoint))
+    }
+
+    /// The current attempt failed: what follows.
+    pub fn failed(&mut self, policy: &RestartPolicy, last_checkpoint: Option<u64>) -> Restart {
+        self.failures = self.failures_with(last_checkpoint);
+        self.from = last_checkpoint;
+        policy.after(self.failures)
+    }
+
+    fn failures_with(&self, last_checkpoint: Option<u64>) -> u32 {
+        if last_checkpoint > self.from {
+            1
+        } else {
+            self.failures.saturating_add(1)
+        }
+    }
+}
+
+impl RestartPolicy {
+    /// After `failures` (at least 1) failures in a row without progress.
+    pub fn after(&self, failures: u32) -> Restart {
+        if failures >= self.attempts {
+            return Restart::GiveUp { failures };
+        }
+        let doublings = failures.saturating_sub(1).min(31);
+        Restart::After(
+            self.backoff
+                .saturating_mul(1u32 << doublings)
+                .min(self.max_backoff.max(self.backoff)),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy() -> RestartPolicy {
+        RestartPolicy {
+            attempts: 4,
+            backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(1),
+        }
+    }
+
+    #[test]
+    fn the_wait_doubles_up_to_its_longest_then_the_query_is_given_up() {
+        let p = policy();
+        let mut r = Restarts::default();
+        r.begin(None);
+        assert_eq!(
+            r.failed(&p, None),
+            Restart::After(Duration::from_millis(500))
+        );
+        r.begin(None);
+        assert_eq!(r.failed(&p, None), Restart::After(Duration::from_secs(1)));
+        r.begin(None);
+        assert_eq!(r.failed(&p, None), Restart::After(Duration::from_secs(1)));
+        r.begin(None);
+        assert_eq!(r.if_failed(&p, None), Restart::GiveUp { failures: 4 });
+        assert_eq!(r.failed(&p, None), Restart::GiveUp { failures: 4 });
+    }
+
+    #[test]
+    fn an_attempt_that_completed_a_checkpoint_starts_the_count_again() {
+        let p = policy();
+        let mut r = Restarts::default();
+        r.begin(Some(3));
+        assert_eq!(
+            r.failed(&p, Some(3)),
+            Restart::After(Duration::from_millis(500))
+        );
+        r.begin(Some(3));
+        assert_eq!(
+            r.failed(&p, Some(3)),
+            Restart::After(Duration::from_secs(1))
+        );
+        r.begin(Some(3));
+        // Checkpoint 4 completed before this attempt failed: the first failure again.
+        assert_eq!(
+            r.failed(&p, Some(4)),
+            Restart::After(Duration::from_millis(500))
+        );
+        for _ in 0..2 {
+            r.begin(Some(4));
+            assert!(matches!(r.failed(&p, Some(4)), Restart::After(_)));
+        }
+        r.begin(Some(4));
+        assert_eq!(r.failed(&p, Some(4)), Restart::GiveUp { failures: 4 });
+    }
+
+    #[test]
+    fn the_first_checkpoint_of_a_query_is_progress() {
+        let p = policy();
+        let mut r = Restarts::default();
+        for _ in 0..3 {
+            r.begin(None);
+            r.failed(&p, None);
+        }
+        r.begin(None);
+        assert_eq!(
+            r.if_failed(&p, Some(1)),
+            Restart::After(Duration::from_millis(500))
+        );
+    }
+
+    #[test]
+    fn no_wait_and_huge_counts_stay_in_range() {
+        let p = RestartPolicy {
+            attempts: u32::MAX,
+            backoff: Duration::ZERO,
+            max_backoff: Duration::ZERO,
+        };
+        assert_eq!(p.after(1), Restart::After(Duration::ZERO));
+        let long = RestartPolicy {
+            attempts: u32::MAX,
+            backoff: Duration::from_secs(u64::MAX / 2),
+            max_backoff: Duration::MAX,
+        };
+        assert!(matches!(long.after(u32::MAX - 1), Restart::After(_)));
+        let once = RestartPolicy {
+            attempts: 1,
+            ..policy()
+        };
+        assert_eq!(once.after(1), Restart::GiveUp { failures: 1 });
+    }
+
+    #[test]
+    fn a_first_wait_longer_than_the_longest_is_kept() {
+        let p = RestartPolicy {
+            attempts: 10,
+            backoff: Duration::from_secs(3600),
+            max_backoff: Duration::from_secs(30),
+        };
+        assert_eq!(p.after(1), Restart::After(Duration::from_secs(3600)));
+        assert_eq!(p.after(5), Restart::After(Duration::from_secs(3600)));
+    }
+}

@@ -1,0 +1,65 @@
+//! A failed cluster query waits before its next attempt (`anduin coordinator
+//! --restart-backoff`, doubled after each failure in a row); a cancel asked while it waits
+//! ends the wait at once: the query is cancelled, no further attempt starts. Here the wait is
+//! an hour, so only the cancel can end it.
+
+use crate::common;
+
+use common::cluster::{LocalCluster, Setup};
+use common::{anduin_ok, repo, wait_until_or_show};
+
+#[test]
+fn a_cluster_query_waiting_for_its_next_attempt_is_cancelled_at_once() {
+    let work = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        work.path().join("q.sql"),
+        format!(
+            "CREATE TABLE orders (ts TIMESTAMP, customer STRING, amount BIGINT)
+WITH (connector = 'file', path = '{}', event_time = 'ts');
+CREATE TABLE out WITH (connector = 'file', path = 'out');
+INSERT INTO out SELECT customer, amount FROM orders;",
+            repo().join("data/orders.csv").display()
+        ),
+    )
+    .expect("query");
+    // A file where its writer's directory of part files goes: every attempt fails.
+    std::fs::write(work.path().join("out"), "").expect("a file in the way");
+    let cluster = LocalCluster::start_with(
+        1,
+        8,
+        Setup {
+            coordinator_flags: ["--restart-backoff", "1h"].map(String::from).to_vec(),
+            ..Setup::default()
+        },
+    );
+    let submit = cluster.submit(work.path(), "q.sql", &[]);
+    wait_until_or_show(
+        "the first attempt to fail",
+        || {
+            cluster
+                .coordinator_log()
+                .contains("recovering from the last checkpoint in 3600s")
+        },
+        || cluster.logs(),
+    );
+    anduin_ok(
+        work.path(),
+        &["cancel", "q", "--coordinator", &cluster.addr],
+    );
+    let out = submit.wait_output();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    let status = cluster.status("q");
+    assert_eq!(status["state"], "cancelled", "{status}\n{}", cluster.logs());
+    assert_eq!(
+        status["attempt"], 1,
+        "no attempt after the cancel: {status}"
+    );
+    assert!(
+        cluster
+            .coordinator_log()
+            .contains("query q cancelled (while it waited for its next attempt)"),
+        "{}",
+        cluster.logs()
+    );
+}
