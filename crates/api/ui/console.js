@@ -95,9 +95,11 @@ export class Console {
   showState(info) {
     if (this.closed) return;
     const over = info.state === "finished" || info.state === "failed" || info.state === "cancelled";
-    for (const f of this.fields.values()) f.apply.disabled = over || f.busy;
-    if (this.checkpointButton) this.checkpointButton.disabled = over || !info.checkpointing || this.checkpointBusy;
-    if (this.stopButton) this.stopButton.disabled = over || this.stopBusy;
+    // A cluster's failed attempt, waiting for the next one: nothing to change until it runs.
+    const idle = over || info.state === "recovering";
+    for (const f of this.fields.values()) f.apply.disabled = idle || f.busy;
+    if (this.checkpointButton) this.checkpointButton.disabled = idle || !info.checkpointing || this.checkpointBusy;
+    if (this.stopButton) this.stopButton.disabled = idle || this.stopBusy;
     const ended = this.actionsEl.querySelector("#query-ended");
     if (over && !ended) {
       const how = info.state === "finished" ? "finished" : info.state === "cancelled" ? "been cancelled" : "failed";

@@ -1,7 +1,7 @@
 //! A failed cluster query waits before its next attempt (`anduin coordinator
 //! --restart-backoff`, doubled after each failure in a row); a cancel asked while it waits
 //! ends the wait at once: the query is cancelled, no further attempt starts. Here the wait is
-//! an hour, so only the cancel can end it.
+//! an hour, so only the cancel can end it. While it waits, its API says it is recovering.
 
 use crate::common;
 
@@ -42,6 +42,16 @@ INSERT INTO out SELECT customer, amount FROM orders;",
         },
         || cluster.logs(),
     );
+    // Its control plane (the API, the web UI) says it is recovering, not failed (probe45: for
+    // the whole wait it said "failed").
+    let client = anduin_api::Client::new(&cluster.api(), None).expect("an address");
+    let info = client.query("q").expect("the API knows the query");
+    assert_eq!(info.state, anduin_runtime::control::QueryState::Recovering);
+    let refused = client
+        .checkpoint("q")
+        .expect_err("no checkpoint while it waits");
+    assert!(refused.to_string().contains("recovering"), "{refused}");
+
     anduin_ok(
         work.path(),
         &["cancel", "q", "--coordinator", &cluster.addr],

@@ -8,7 +8,7 @@
 
 use crate::common;
 
-use common::cluster::{LocalCluster, Setup};
+use common::cluster::LocalCluster;
 use common::repo;
 
 #[test]
@@ -26,7 +26,7 @@ INSERT INTO out SELECT customer, amount FROM orders;",
     )
     .expect("query");
     std::fs::write(work.path().join("out"), "").expect("a file in the way");
-    let cluster = LocalCluster::start_with(1, 8, Setup::restarting_quickly());
+    let cluster = LocalCluster::start(1, 8);
     let out = cluster.submit(work.path(), "q.sql", &[]).wait_output();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

@@ -75,7 +75,7 @@ fn a_cluster_whose_executors_cannot_reach_its_s3_store_fails_the_query_naming_it
             checkpoint_store: Some(store.clone()),
             env,
             worker_env: vec![("AWS_ENDPOINT_URL".into(), wrong)],
-            ..Setup::restarting_quickly()
+            ..Setup::default()
         },
     );
     let work = tempfile::tempdir().expect("tempdir");

@@ -7,7 +7,7 @@
 
 use crate::common;
 
-use common::cluster::{LocalCluster, Setup};
+use common::cluster::LocalCluster;
 
 /// Row `i` of the generator has `ts = 1700000000000 + i` ms: `m` (one instance) fails on row
 /// 30 000 and every row after it. The keyed window `w` runs on every worker, fed by every
@@ -55,7 +55,7 @@ operator name = "out", type = "writer" {
 fn a_task_failing_on_its_data_fails_its_executor_at_once() {
     let work = tempfile::tempdir().expect("tempdir");
     std::fs::write(work.path().join("q.flow"), QUERY).expect("query");
-    let cluster = LocalCluster::start_with(3, 8, Setup::restarting_quickly());
+    let cluster = LocalCluster::start(3, 8);
     let submit = cluster.submit(
         work.path(),
         "q.flow",

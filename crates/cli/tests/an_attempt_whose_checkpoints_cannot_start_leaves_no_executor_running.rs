@@ -12,7 +12,7 @@
 
 use crate::common;
 
-use common::cluster::{children, running, LocalCluster, Setup};
+use common::cluster::{children, running, LocalCluster};
 use common::wait_until;
 
 const SLOW: &str = r#"
@@ -45,7 +45,7 @@ fn state(cluster: &LocalCluster) -> String {
 fn an_attempt_whose_checkpoints_cannot_start_leaves_no_executor_running() {
     let work = tempfile::tempdir().expect("tempdir");
     std::fs::write(work.path().join("q.flow"), SLOW).expect("query");
-    let cluster = LocalCluster::start_with(2, 4, Setup::restarting_quickly());
+    let cluster = LocalCluster::start(2, 4);
     let first = cluster.submit(
         work.path(),
         "q.flow",

@@ -9,7 +9,7 @@
 
 use crate::common;
 
-use common::cluster::{LocalCluster, Setup};
+use common::cluster::LocalCluster;
 
 /// Row `i` of the uniform generator has `ts = 1700000000000 + i` ms: the map fails on row
 /// 30 000 and every row after it, after checkpoints have completed.
@@ -39,7 +39,7 @@ operator name = "out", type = "writer" {
 fn an_operator_failing_on_every_restore_fails_its_cluster_query_after_the_last_attempt() {
     let work = tempfile::tempdir().expect("tempdir");
     std::fs::write(work.path().join("q.flow"), QUERY).expect("query");
-    let cluster = LocalCluster::start_with(3, 8, Setup::restarting_quickly());
+    let cluster = LocalCluster::start(3, 8);
     let submit = cluster.submit(
         work.path(),
         "q.flow",
@@ -71,7 +71,8 @@ fn an_operator_failing_on_every_restore_fails_its_cluster_query_after_the_last_a
             && log.contains("the last 10 in a row with no checkpoint completed"),
         "the query failed after its last attempt: {log}"
     );
-    // Each attempt after a failure waited twice as long as the one before.
+    // Each attempt after a failure waited twice as long as the one before (from the tests'
+    // 20 ms: `common::cluster::quick_restarts`).
     assert!(
         log.contains("recovering from the last checkpoint in 20ms")
             && log.contains("recovering from the last checkpoint in 40ms"),

@@ -485,7 +485,8 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
                         _ => "",
                     };
                     eprintln!(
-                        "anduin: query {name} failed after {number} attempts, the last {failures} in a row with no checkpoint completed (`anduin coordinator --restart-attempts`): {why}{pending}"
+                        "anduin: query {name} failed after {number} attempt{}, the last {failures} in a row with no checkpoint completed (`anduin coordinator --restart-attempts`): {why}{pending}",
+                        if number == 1 { "" } else { "s" }
                     );
                     state.feed(name, &Input::RecoveryFailed { why });
                     true
@@ -532,10 +533,8 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
 /// Waits `wait` before the next attempt of query `name`; false if it was cancelled (or is
 /// gone) meanwhile.
 fn back_off(cluster: &Cluster, name: &str, wait: Duration) -> bool {
-    // A wait too long for the clock (`--restart-backoff 1000000000d`) is a year: a cancel
-    // ends it all the same.
-    let year = Duration::from_secs(365 * 24 * 3600);
-    let until = Instant::now() + wait.min(year);
+    // At most a year (`RestartPolicy`): the clock can add it.
+    let until = Instant::now() + wait;
     let mut state = cluster.lock();
     loop {
         if state.queries.get(name).is_none_or(|q| q.cancel) {

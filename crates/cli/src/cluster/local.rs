@@ -36,6 +36,17 @@ pub struct ClusterArgs {
     /// which the coordinator and the workers inherit.
     #[arg(long, value_name = "DIR|URL")]
     pub checkpoint_store: Option<String>,
+    /// Failures in a row without a completed checkpoint before the query is failed
+    /// (`anduin coordinator --restart-attempts`, default 10).
+    #[arg(long, value_name = "N")]
+    pub restart_attempts: Option<String>,
+    /// The wait before a failed query's next attempt, doubled after each further failure
+    /// (`anduin coordinator --restart-backoff`, default 500ms; 0s: none).
+    #[arg(long, value_name = "DURATION")]
+    pub restart_backoff: Option<String>,
+    /// The longest such wait (`anduin coordinator --restart-max-backoff`, default 30s).
+    #[arg(long, value_name = "DURATION")]
+    pub restart_max_backoff: Option<String>,
     /// The flags of `anduin run` that concern the query.
     #[arg(
         trailing_var_arg = true,
@@ -92,6 +103,33 @@ pub fn cluster(mut args: ClusterArgs) -> Result<ExitCode> {
     if let Some(f) = client::take_flag(&mut args.run_args, "--cluster-secret-file", true) {
         args.secret.cluster_secret_file = Some(f.into());
     }
+    // The coordinator's restart flags, checked here (the coordinator would only stop).
+    let mut restart = Vec::new();
+    for (flag, given) in [
+        ("--restart-attempts", &mut args.restart_attempts),
+        ("--restart-backoff", &mut args.restart_backoff),
+        ("--restart-max-backoff", &mut args.restart_max_backoff),
+    ] {
+        if let Some(v) = client::take_flag(&mut args.run_args, flag, true) {
+            *given = Some(v);
+        }
+        let Some(v) = given.as_deref() else {
+            continue;
+        };
+        let valid = match flag {
+            "--restart-attempts" => v
+                .parse::<u32>()
+                .ok()
+                .filter(|n| *n >= 1)
+                .map(|_| ())
+                .ok_or_else(|| "a whole number, at least 1".to_string()),
+            _ => crate::embedded::parse_duration(v).map(|_| ()),
+        };
+        if let Err(why) = valid {
+            bail!("{flag} {v}: {why}");
+        }
+        restart.extend([flag.to_string(), v.to_string()]);
+    }
     // A bad rule file is refused before a coordinator or a worker starts (`submit` reads
     // the flag again from the run flags).
     if let Some(path) = client::take_flag(&mut args.run_args.clone(), "--rules", true) {
@@ -143,6 +181,7 @@ pub fn cluster(mut args: ClusterArgs) -> Result<ExitCode> {
             .args(["--workers", &args.workers.to_string()])
             .args(["--slots", &args.slots.to_string()])
             .arg("--workers-die-with-coordinator")
+            .args(&restart)
             .stdin(Stdio::null())
             .spawn()
             .context("cannot start the coordinator")?,

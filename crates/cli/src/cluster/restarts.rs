@@ -9,6 +9,10 @@
 
 use std::time::Duration;
 
+/// The longest wait there is, whatever the flags say (`--restart-backoff 1000000000d`): a
+/// year, which the clock can add to now.
+const LONGEST: Duration = Duration::from_secs(365 * 24 * 3600);
+
 /// `anduin coordinator --restart-attempts`, `--restart-backoff`, `--restart-max-backoff`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RestartPolicy {
@@ -32,7 +36,8 @@ pub enum Restart {
 /// The failures of one query since its last progress.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Restarts {
-    /// Failed attempts in a row, none of which completed a checkpoint.
+    /// Failed attempts in a row, none of which completed a checkpoint (an attempt that
+    /// completed one and then failed counts for nothing: 0).
     failures: u32,
     /// The last complete checkpoint when the current attempt began.
     from: Option<u64>,
@@ -59,7 +64,7 @@ impl Restarts {
 
     fn failures_with(&self, last_checkpoint: Option<u64>) -> u32 {
         if last_checkpoint > self.from {
-            1
+            0
         } else {
             self.failures.saturating_add(1)
         }
@@ -67,16 +72,18 @@ impl Restarts {
 }
 
 impl RestartPolicy {
-    /// After `failures` (at least 1) failures in a row without progress.
+    /// After `failures` failures in a row without progress (0: the attempt that failed had
+    /// completed a checkpoint; it waits as after a first failure).
     pub fn after(&self, failures: u32) -> Restart {
-        if failures >= self.attempts {
+        if failures > 0 && failures >= self.attempts {
             return Restart::GiveUp { failures };
         }
         let doublings = failures.saturating_sub(1).min(31);
         Restart::After(
             self.backoff
                 .saturating_mul(1u32 << doublings)
-                .min(self.max_backoff.max(self.backoff)),
+                .min(self.max_backoff.max(self.backoff))
+                .min(LONGEST),
         )
     }
 }
@@ -93,19 +100,17 @@ mod tests {
         }
     }
 
+    const HALF: Restart = Restart::After(Duration::from_millis(500));
+    const ONE: Restart = Restart::After(Duration::from_secs(1));
+
     #[test]
     fn the_wait_doubles_up_to_its_longest_then_the_query_is_given_up() {
         let p = policy();
         let mut r = Restarts::default();
-        r.begin(None);
-        assert_eq!(
-            r.failed(&p, None),
-            Restart::After(Duration::from_millis(500))
-        );
-        r.begin(None);
-        assert_eq!(r.failed(&p, None), Restart::After(Duration::from_secs(1)));
-        r.begin(None);
-        assert_eq!(r.failed(&p, None), Restart::After(Duration::from_secs(1)));
+        for expected in [HALF, ONE, ONE] {
+            r.begin(None);
+            assert_eq!(r.failed(&p, None), expected);
+        }
         r.begin(None);
         assert_eq!(r.if_failed(&p, None), Restart::GiveUp { failures: 4 });
         assert_eq!(r.failed(&p, None), Restart::GiveUp { failures: 4 });
@@ -115,25 +120,17 @@ mod tests {
     fn an_attempt_that_completed_a_checkpoint_starts_the_count_again() {
         let p = policy();
         let mut r = Restarts::default();
+        for expected in [HALF, ONE] {
+            r.begin(Some(3));
+            assert_eq!(r.failed(&p, Some(3)), expected);
+        }
+        // Checkpoint 4 completed before this attempt failed: it counts for nothing, and waits
+        // as after a first failure.
         r.begin(Some(3));
-        assert_eq!(
-            r.failed(&p, Some(3)),
-            Restart::After(Duration::from_millis(500))
-        );
-        r.begin(Some(3));
-        assert_eq!(
-            r.failed(&p, Some(3)),
-            Restart::After(Duration::from_secs(1))
-        );
-        r.begin(Some(3));
-        // Checkpoint 4 completed before this attempt failed: the first failure again.
-        assert_eq!(
-            r.failed(&p, Some(4)),
-            Restart::After(Duration::from_millis(500))
-        );
-        for _ in 0..2 {
+        assert_eq!(r.failed(&p, Some(4)), HALF);
+        for expected in [HALF, ONE, ONE] {
             r.begin(Some(4));
-            assert!(matches!(r.failed(&p, Some(4)), Restart::After(_)));
+            assert_eq!(r.failed(&p, Some(4)), expected);
         }
         r.begin(Some(4));
         assert_eq!(r.failed(&p, Some(4)), Restart::GiveUp { failures: 4 });
@@ -148,10 +145,22 @@ mod tests {
             r.failed(&p, None);
         }
         r.begin(None);
-        assert_eq!(
-            r.if_failed(&p, Some(1)),
-            Restart::After(Duration::from_millis(500))
-        );
+        assert_eq!(r.if_failed(&p, Some(1)), HALF);
+    }
+
+    #[test]
+    fn one_attempt_allowed_still_recovers_an_attempt_that_made_progress() {
+        // probe45: `--restart-attempts 1` failed a query whose attempt had completed 14
+        // checkpoints.
+        let once = RestartPolicy {
+            attempts: 1,
+            ..policy()
+        };
+        let mut r = Restarts::default();
+        r.begin(None);
+        assert_eq!(r.failed(&once, Some(14)), HALF);
+        r.begin(Some(14));
+        assert_eq!(r.failed(&once, Some(14)), Restart::GiveUp { failures: 1 });
     }
 
     #[test]
@@ -167,7 +176,7 @@ mod tests {
             backoff: Duration::from_secs(u64::MAX / 2),
             max_backoff: Duration::MAX,
         };
-        assert!(matches!(long.after(u32::MAX - 1), Restart::After(_)));
+        assert_eq!(long.after(u32::MAX - 1), Restart::After(LONGEST));
         let once = RestartPolicy {
             attempts: 1,
             ..policy()

@@ -43,25 +43,6 @@ pub struct Setup {
     pub standby_state_of_its_own: bool,
 }
 
-impl Setup {
-    /// A coordinator that waits only 20 ms before the attempt after a failure (doubled after
-    /// each further one, up to 100 ms), for the tests that wait for a query to be given up
-    /// after its 10 failed attempts (by default the waits add up to about two minutes).
-    pub fn restarting_quickly() -> Self {
-        Setup {
-            coordinator_flags: [
-                "--restart-backoff",
-                "20ms",
-                "--restart-max-backoff",
-                "100ms",
-            ]
-            .map(String::from)
-            .to_vec(),
-            ..Setup::default()
-        }
-    }
-}
-
 /// How the coordinators of a [`Setup::standby`] cluster in `dir` elect: by
 /// [`Setup::election`], or a lock file.
 fn leader_election(dir: &Path, setup: &Setup) -> String {
@@ -100,6 +81,7 @@ fn coordinator_named(dir: &Path, name: &str, listen: &str, setup: &Setup) -> Chi
             .args(["--checkpoint-store", &store])
             .arg("--address-file")
             .arg(&addr_file)
+            .args(quick_restarts(setup))
             .args(&setup.coordinator_flags)
             .args(
                 setup
@@ -124,6 +106,26 @@ fn coordinator_named(dir: &Path, name: &str, listen: &str, setup: &Setup) -> Chi
         });
     }
     child
+}
+
+/// Every coordinator of the tests waits only 20 ms before a failed query's next attempt
+/// (doubled after each further failure, up to 100 ms), unless the test gives its own
+/// `--restart-backoff`: the tests were written for attempts back to back, and a query given
+/// up after its 10 failed attempts would wait about two minutes with the defaults.
+fn quick_restarts(setup: &Setup) -> Vec<&'static str> {
+    if setup
+        .coordinator_flags
+        .iter()
+        .any(|f| f == "--restart-backoff")
+    {
+        return Vec::new();
+    }
+    vec![
+        "--restart-backoff",
+        "20ms",
+        "--restart-max-backoff",
+        "100ms",
+    ]
 }
 
 /// A log file in `dir` that a process's stderr is appended to (kept with the cluster's

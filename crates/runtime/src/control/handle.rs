@@ -80,6 +80,19 @@ impl Inner {
     fn awaiting_recovery(&self) -> bool {
         self.recovered_on_failure && self.state == QueryState::Failed && self.recovering.is_none()
     }
+
+    /// Its state as the API shows it: a failed attempt that the next one recovers (or will,
+    /// once its coordinator says so) is recovering, not failed (probe45: for the whole wait
+    /// before the next attempt the API said "failed").
+    fn shown_state(&self) -> QueryState {
+        if self.state == QueryState::Failed
+            && (self.recovering.is_some() || self.awaiting_recovery())
+        {
+            QueryState::Recovering
+        } else {
+            self.state
+        }
+    }
 }
 
 struct Inner {
@@ -367,7 +380,7 @@ impl Control {
             name: self.name.clone(),
             file: self.file.clone(),
             started_ms: self.started_ms,
-            state: inner.state,
+            state: inner.shown_state(),
             checkpointing: inner.checkpointing,
             operators: inner.operators.clone(),
             tasks: inner.tasks.clone(),
@@ -989,6 +1002,7 @@ fn state_words(state: QueryState) -> &'static str {
         QueryState::Stopping => "stopping",
         QueryState::Finished => "finished",
         QueryState::Failed => "failed",
+        QueryState::Recovering => "recovering",
         QueryState::Cancelled => "cancelled",
     }
 }

@@ -54,6 +54,10 @@ pub enum QueryState {
     Finished,
     /// An operator failed.
     Failed,
+    /// A cluster's attempt of the query failed, and the query is recovered by the next one
+    /// (after the coordinator's wait, `--restart-backoff`), from its last checkpoint, with a
+    /// control plane of its own: this one takes nothing any more.
+    Recovering,
     /// Cancelled at a user's request (a cluster's `anduin cancel`): ended at once, without a
     /// last checkpoint.
     Cancelled,
@@ -65,7 +69,10 @@ impl QueryState {
     pub fn ended(self) -> bool {
         matches!(
             self,
-            QueryState::Finished | QueryState::Failed | QueryState::Cancelled
+            QueryState::Finished
+                | QueryState::Failed
+                | QueryState::Cancelled
+                | QueryState::Recovering
         )
     }
 }

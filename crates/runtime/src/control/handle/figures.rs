@@ -18,8 +18,7 @@ impl Control {
             });
         }
         if inner.state != QueryState::Running {
-            let state = inner.state;
-            return Err(self.not_running(state, "it cannot take a checkpoint now"));
+            return Err(self.not_running_now(&inner, "it cannot take a checkpoint now"));
         }
         let after = inner.last_started;
         let asked = match &inner.injector {

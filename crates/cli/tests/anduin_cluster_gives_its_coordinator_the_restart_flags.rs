@@ -1,0 +1,86 @@
+//! `anduin cluster` gives its coordinator the restart flags (`--restart-attempts`,
+//! `--restart-backoff`, `--restart-max-backoff`), before or after the query's run flags: a
+//! query failing on every attempt is given up after the attempts asked for, without the
+//! default waits (which add up to about two minutes over ten attempts, probe45). A value the
+//! coordinator would refuse is refused before anything starts, naming the flag.
+
+use crate::common;
+
+use common::{anduin, repo};
+
+#[test]
+fn anduin_cluster_gives_its_coordinator_the_restart_flags() {
+    let work = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        work.path().join("q.sql"),
+        format!(
+            "CREATE TABLE orders (ts TIMESTAMP, customer STRING, amount BIGINT)
+WITH (connector = 'file', path = '{}', event_time = 'ts');
+CREATE TABLE out WITH (connector = 'file', path = 'out');
+INSERT INTO out SELECT customer, amount FROM orders;",
+            repo().join("data/orders.csv").display()
+        ),
+    )
+    .expect("query");
+    // A file where its writer's directory of part files goes: every attempt fails.
+    std::fs::write(work.path().join("out"), "").expect("a file in the way");
+
+    let bad = anduin(
+        work.path(),
+        &[
+            "cluster",
+            "q.sql",
+            "--workers",
+            "1",
+            "--restart-backoff",
+            "soon",
+        ],
+    );
+    let said = String::from_utf8_lossy(&bad.stderr);
+    assert!(!bad.status.success(), "{said}");
+    assert!(said.contains("--restart-backoff soon:"), "{said}");
+    let bad = anduin(
+        work.path(),
+        &[
+            "cluster",
+            "q.sql",
+            "--workers",
+            "1",
+            "--restart-attempts",
+            "0",
+        ],
+    );
+    let said = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        !bad.status.success() && said.contains("--restart-attempts 0:"),
+        "{said}"
+    );
+
+    let out = anduin(
+        work.path(),
+        &[
+            "cluster",
+            "q.sql",
+            "--workers",
+            "1",
+            "--restart-attempts",
+            "2",
+            // After the run flags too.
+            "--no-chaining",
+            "--restart-backoff",
+            "0s",
+        ],
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("`out` is a file, but with checkpoints a writer writes part files"),
+        "{said}"
+    );
+    // The coordinator's lines are the command's own.
+    assert!(said.contains("query q failed after 2 attempts"), "{said}");
+    assert!(
+        !said.contains("recovering from the last checkpoint in"),
+        "no wait between the attempts: {said}"
+    );
+}
