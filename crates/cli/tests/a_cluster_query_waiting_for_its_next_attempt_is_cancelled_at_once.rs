@@ -5,25 +5,13 @@
 
 use crate::common;
 
-use common::cluster::{LocalCluster, Setup};
-use common::{anduin_ok, repo, wait_until_or_show};
+use common::cluster::{failing_at_start, LocalCluster, Setup};
+use common::{anduin_ok, wait_until_or_show};
 
 #[test]
 fn a_cluster_query_waiting_for_its_next_attempt_is_cancelled_at_once() {
     let work = tempfile::tempdir().expect("tempdir");
-    std::fs::write(
-        work.path().join("q.sql"),
-        format!(
-            "CREATE TABLE orders (ts TIMESTAMP, customer STRING, amount BIGINT)
-WITH (connector = 'file', path = '{}', event_time = 'ts');
-CREATE TABLE out WITH (connector = 'file', path = 'out');
-INSERT INTO out SELECT customer, amount FROM orders;",
-            repo().join("data/orders.csv").display()
-        ),
-    )
-    .expect("query");
-    // A file where its writer's directory of part files goes: every attempt fails.
-    std::fs::write(work.path().join("out"), "").expect("a file in the way");
+    failing_at_start(work.path());
     let cluster = LocalCluster::start_with(
         1,
         8,

@@ -8,24 +8,12 @@
 
 use crate::common;
 
-use common::cluster::LocalCluster;
-use common::repo;
+use common::cluster::{failing_at_start, LocalCluster};
 
 #[test]
 fn a_part_whose_output_is_in_the_way_fails_its_query_naming_the_output() {
     let work = tempfile::tempdir().expect("tempdir");
-    std::fs::write(
-        work.path().join("q.sql"),
-        format!(
-            "CREATE TABLE orders (ts TIMESTAMP, customer STRING, amount BIGINT)
-WITH (connector = 'file', path = '{}', event_time = 'ts');
-CREATE TABLE out WITH (connector = 'file', path = 'out');
-INSERT INTO out SELECT customer, amount FROM orders;",
-            repo().join("data/orders.csv").display()
-        ),
-    )
-    .expect("query");
-    std::fs::write(work.path().join("out"), "").expect("a file in the way");
+    failing_at_start(work.path());
     let cluster = LocalCluster::start(1, 8);
     let out = cluster.submit(work.path(), "q.sql", &[]).wait_output();
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -6,24 +6,13 @@
 
 use crate::common;
 
-use common::{anduin, repo};
+use common::anduin;
+use common::cluster::failing_at_start;
 
 #[test]
 fn anduin_cluster_gives_its_coordinator_the_restart_flags() {
     let work = tempfile::tempdir().expect("tempdir");
-    std::fs::write(
-        work.path().join("q.sql"),
-        format!(
-            "CREATE TABLE orders (ts TIMESTAMP, customer STRING, amount BIGINT)
-WITH (connector = 'file', path = '{}', event_time = 'ts');
-CREATE TABLE out WITH (connector = 'file', path = 'out');
-INSERT INTO out SELECT customer, amount FROM orders;",
-            repo().join("data/orders.csv").display()
-        ),
-    )
-    .expect("query");
-    // A file where its writer's directory of part files goes: every attempt fails.
-    std::fs::write(work.path().join("out"), "").expect("a file in the way");
+    failing_at_start(work.path());
 
     let bad = anduin(
         work.path(),

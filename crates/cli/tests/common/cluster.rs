@@ -108,6 +108,23 @@ fn coordinator_named(dir: &Path, name: &str, listen: &str, setup: &Setup) -> Chi
     child
 }
 
+/// Writes `q.sql` into `work`, a query whose every attempt fails as its part starts: a file
+/// `out` stands where its writer, with checkpoints, makes a directory of part files.
+pub fn failing_at_start(work: &Path) {
+    std::fs::write(
+        work.join("q.sql"),
+        format!(
+            "CREATE TABLE orders (ts TIMESTAMP, customer STRING, amount BIGINT)
+WITH (connector = 'file', path = '{}', event_time = 'ts');
+CREATE TABLE out WITH (connector = 'file', path = 'out');
+INSERT INTO out SELECT customer, amount FROM orders;",
+            repo().join("data/orders.csv").display()
+        ),
+    )
+    .expect("query");
+    std::fs::write(work.join("out"), "").expect("a file in the way");
+}
+
 /// Every coordinator of the tests waits only 20 ms before a failed query's next attempt
 /// (doubled after each further failure, up to 100 ms), unless the test gives its own
 /// `--restart-backoff`: the tests were written for attempts back to back, and a query given
