@@ -1,7 +1,8 @@
 //! A failed cluster query waits before its next attempt (`anduin coordinator
 //! --restart-backoff`, doubled after each failure in a row); a cancel asked while it waits
 //! ends the wait at once: the query is cancelled, no further attempt starts. Here the wait is
-//! an hour, so only the cancel can end it. While it waits, its API says it is recovering.
+//! an hour, so only the cancel can end it. While it waits, its API says it is recovering;
+//! once cancelled, cancelled.
 
 use crate::common;
 
@@ -59,5 +60,16 @@ fn a_cluster_query_waiting_for_its_next_attempt_is_cancelled_at_once() {
             .contains("query q cancelled (while it waited for its next attempt)"),
         "{}",
         cluster.logs()
+    );
+    // And its API says so too: no attempt is to recover it any more (probe46: it said
+    // `recovering` for good).
+    let shown = std::cell::Cell::new(None);
+    wait_until_or_show(
+        "the API to say cancelled",
+        || {
+            shown.set(client.query("q").ok().map(|i| i.state));
+            shown.get() == Some(anduin_runtime::control::QueryState::Cancelled)
+        },
+        || format!("{:?}", shown.get()),
     );
 }

@@ -386,6 +386,9 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
         .get(name)
         .map_or(0, |q| q.status.attempt);
     let mut reattach = reattach && number > 0;
+    // The control plane of the last attempt that had one: left `recovering` by a failure
+    // that the next attempt was to recover, it says how the query ended if none did.
+    let mut last_control: Option<Arc<Control>> = None;
     if !reattach {
         let mut state = cluster.lock();
         state.record(Edit::PlanFixed {
@@ -429,6 +432,9 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
         };
         if let Some(status) = ended {
             q.status = status;
+        }
+        if let Some(c) = q.attempt.as_ref().and_then(|a| a.control.clone()) {
+            last_control = Some(c);
         }
         q.attempt = None;
         let cancelled = q.cancel;
@@ -525,6 +531,19 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
                 cluster.lock().feed(name, &Input::CancelRequested);
                 break;
             }
+        }
+    }
+    // Cancelled or given up while it waited for its next attempt (or before that attempt had
+    // a control plane): the API, which still serves the last one, said `recovering` for good
+    // (probe46).
+    if let Some(c) =
+        last_control.filter(|c| c.info().state == anduin_runtime::control::QueryState::Recovering)
+    {
+        let cancelled = cluster.lock().queries.get(name).is_some_and(|q| q.cancel);
+        if cancelled {
+            c.detach_cancelled();
+        } else {
+            c.detach_failed();
         }
     }
     cluster.changed.notify_all();
