@@ -2,7 +2,7 @@
 //! `--restart-backoff`, `--restart-max-backoff`), before or after the query's run flags: a
 //! query failing on every attempt is given up after the attempts asked for, without the
 //! default waits (which add up to about two minutes over ten attempts, probe45). A value the
-//! coordinator would refuse is refused before anything starts, naming the flag.
+//! coordinator would refuse, or none, is refused before anything starts, naming the flag.
 
 use crate::common;
 
@@ -42,6 +42,24 @@ fn anduin_cluster_gives_its_coordinator_the_restart_flags() {
     let said = String::from_utf8_lossy(&bad.stderr);
     assert!(
         !bad.status.success() && said.contains("--restart-attempts 0:"),
+        "{said}"
+    );
+
+    // Last, without its value: refused (it was dropped without a word, probe46).
+    let bad = anduin(
+        work.path(),
+        &[
+            "cluster",
+            "q.sql",
+            "--workers",
+            "1",
+            "--no-chaining",
+            "--restart-backoff",
+        ],
+    );
+    let said = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        !bad.status.success() && said.contains("--restart-backoff needs a value"),
         "{said}"
     );
 

@@ -132,7 +132,9 @@ fn ask(coordinator: &Coordinators, secret: Option<&[u8]>, msg: &ToCoordinator) -
 }
 
 /// Takes `flag` (and its value, when `valued`) out of `args` wherever it stands: the flags of
-/// `submit` itself may come after the query's run flags. The last one given wins.
+/// `submit` itself may come after the query's run flags. The last one given wins. A valued
+/// flag last with no value is left where it is, for the run flags' parser to refuse (it was
+/// dropped without a word, probe46).
 pub fn take_flag(args: &mut Vec<String>, flag: &str, valued: bool) -> Option<String> {
     let mut found = None;
     let mut i = 0;
@@ -140,6 +142,8 @@ pub fn take_flag(args: &mut Vec<String>, flag: &str, valued: bool) -> Option<Str
         if let Some(v) = args[i].strip_prefix(&format!("{flag}=")).filter(|_| valued) {
             found = Some(v.to_string());
             args.remove(i);
+        } else if args[i] == flag && valued && i + 1 == args.len() {
+            break;
         } else if args[i] == flag {
             args.remove(i);
             if valued {
@@ -435,5 +439,35 @@ pub fn cancel(args: CancelArgs) -> Result<ExitCode> {
         }
         Reply::Refused(why) => bail!("{why}"),
         other => bail!("the coordinator answered {other:?}"),
+    }
+}
+
+#[cfg(test)]
+mod take_flag_tests {
+    use super::take_flag;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_flag_after_the_run_flags_is_taken_with_its_value_and_the_last_wins() {
+        let mut a = args(&["--no-chaining", "--name", "a", "--var", "X=1", "--name=b"]);
+        assert_eq!(take_flag(&mut a, "--name", true).as_deref(), Some("b"));
+        assert_eq!(a, args(&["--no-chaining", "--var", "X=1"]));
+        let mut a = args(&["--wait", "--no-chaining"]);
+        assert_eq!(take_flag(&mut a, "--wait", false).as_deref(), Some(""));
+        assert_eq!(a, args(&["--no-chaining"]));
+    }
+
+    #[test]
+    fn a_valued_flag_last_without_its_value_is_left_for_the_parser_to_refuse() {
+        let mut a = args(&["--no-chaining", "--restart-backoff"]);
+        assert_eq!(take_flag(&mut a, "--restart-backoff", true), None);
+        assert_eq!(a, args(&["--no-chaining", "--restart-backoff"]));
+        // An earlier one with its value still counts; the bare last one stays.
+        let mut a = args(&["--name", "a", "--name"]);
+        assert_eq!(take_flag(&mut a, "--name", true).as_deref(), Some("a"));
+        assert_eq!(a, args(&["--name"]));
     }
 }

@@ -113,6 +113,9 @@ pub fn cluster(mut args: ClusterArgs) -> Result<ExitCode> {
         if let Some(v) = client::take_flag(&mut args.run_args, flag, true) {
             *given = Some(v);
         }
+        if args.run_args.last().is_some_and(|a| a == flag) {
+            bail!("{flag} needs a value");
+        }
         let Some(v) = given.as_deref() else {
             continue;
         };
