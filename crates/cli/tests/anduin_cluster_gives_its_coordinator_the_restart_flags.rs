@@ -14,54 +14,28 @@ fn anduin_cluster_gives_its_coordinator_the_restart_flags() {
     let work = tempfile::tempdir().expect("tempdir");
     failing_at_start(work.path());
 
-    let bad = anduin(
-        work.path(),
-        &[
-            "cluster",
-            "q.sql",
-            "--workers",
-            "1",
-            "--restart-backoff",
-            "soon",
-        ],
-    );
-    let said = String::from_utf8_lossy(&bad.stderr);
-    assert!(!bad.status.success(), "{said}");
-    assert!(said.contains("--restart-backoff soon:"), "{said}");
-    let bad = anduin(
-        work.path(),
-        &[
-            "cluster",
-            "q.sql",
-            "--workers",
-            "1",
-            "--restart-attempts",
-            "0",
-        ],
-    );
-    let said = String::from_utf8_lossy(&bad.stderr);
-    assert!(
-        !bad.status.success() && said.contains("--restart-attempts 0:"),
-        "{said}"
-    );
-
-    // Last, without its value: refused (it was dropped without a word, probe46).
-    let bad = anduin(
-        work.path(),
-        &[
-            "cluster",
-            "q.sql",
-            "--workers",
-            "1",
-            "--no-chaining",
-            "--restart-backoff",
-        ],
-    );
-    let said = String::from_utf8_lossy(&bad.stderr);
-    assert!(
-        !bad.status.success() && said.contains("--restart-backoff needs a value"),
-        "{said}"
-    );
+    // A bad value, or (last, without its value) none: refused before anything starts (a
+    // bare last one was dropped without a word, probe46).
+    for (flags, says) in [
+        (
+            &["--restart-backoff", "soon"][..],
+            "--restart-backoff soon:",
+        ),
+        (&["--restart-attempts", "0"][..], "--restart-attempts 0:"),
+        (
+            &["--no-chaining", "--restart-backoff"][..],
+            "--restart-backoff needs a value",
+        ),
+    ] {
+        let mut args = vec!["cluster", "q.sql", "--workers", "1"];
+        args.extend_from_slice(flags);
+        let bad = anduin(work.path(), &args);
+        let said = String::from_utf8_lossy(&bad.stderr);
+        assert!(
+            !bad.status.success() && said.contains(says),
+            "{flags:?}: {said}"
+        );
+    }
 
     let out = anduin(
         work.path(),

@@ -104,11 +104,24 @@ pub fn cluster(mut args: ClusterArgs) -> Result<ExitCode> {
         args.secret.cluster_secret_file = Some(f.into());
     }
     // The coordinator's restart flags, checked here (the coordinator would only stop).
+    let attempts = |v: &str| match v.parse::<u32>() {
+        Ok(n) if n >= 1 => Ok(()),
+        _ => Err("a whole number, at least 1".to_string()),
+    };
+    let duration = |v: &str| crate::embedded::parse_duration(v).map(|_| ());
     let mut restart = Vec::new();
-    for (flag, given) in [
-        ("--restart-attempts", &mut args.restart_attempts),
-        ("--restart-backoff", &mut args.restart_backoff),
-        ("--restart-max-backoff", &mut args.restart_max_backoff),
+    for (flag, given, check) in [
+        (
+            "--restart-attempts",
+            &mut args.restart_attempts,
+            &attempts as &dyn Fn(&str) -> _,
+        ),
+        ("--restart-backoff", &mut args.restart_backoff, &duration),
+        (
+            "--restart-max-backoff",
+            &mut args.restart_max_backoff,
+            &duration,
+        ),
     ] {
         if let Some(v) = client::take_flag(&mut args.run_args, flag, true) {
             *given = Some(v);
@@ -119,16 +132,7 @@ pub fn cluster(mut args: ClusterArgs) -> Result<ExitCode> {
         let Some(v) = given.as_deref() else {
             continue;
         };
-        let valid = match flag {
-            "--restart-attempts" => v
-                .parse::<u32>()
-                .ok()
-                .filter(|n| *n >= 1)
-                .map(|_| ())
-                .ok_or_else(|| "a whole number, at least 1".to_string()),
-            _ => crate::embedded::parse_duration(v).map(|_| ()),
-        };
-        if let Err(why) = valid {
+        if let Err(why) = check(v) {
             bail!("{flag} {v}: {why}");
         }
         restart.extend([flag.to_string(), v.to_string()]);
