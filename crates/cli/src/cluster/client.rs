@@ -384,6 +384,14 @@ fn describe(s: &QueryStatus) -> String {
     if let Some(e) = &s.error {
         out.push_str(&format!(", {e}"));
     }
+    if let Some(ms) = s.next_attempt_in_ms {
+        out.push_str(&format!(
+            "; next attempt in {:.1} s ({} of {} failures in a row with no checkpoint completed)",
+            ms as f64 / 1000.0,
+            s.failures_in_a_row,
+            s.restart_attempts
+        ));
+    }
     out
 }
 

@@ -321,6 +321,8 @@ pub struct QueryEntry {
     pub attempt: Option<Attempt>,
     /// Its failures since its last progress.
     pub restarts: Restarts,
+    /// When its next attempt starts, while it waits for it after a failure.
+    pub next_attempt: Option<Instant>,
 }
 
 /// Everything the coordinator knows, behind one lock; `changed` wakes the drivers.
@@ -1049,8 +1051,17 @@ fn from_catalog(
         );
         // The life's state: a coordinator that went during a per-task recovery left
         // `recovering` in the catalog, which the query is not once its executors all report
-        // again.
-        let shown = state_name(if over { &q.state } else { life.state() });
+        // again. One that went while the query waited for its next attempt left the failure,
+        // which its driver acts on ([`driver::drive`]).
+        let failed = q.failed_now().filter(|_| !over);
+        let shown = match failed {
+            Some(_) => "recovering",
+            None => state_name(if over { &q.state } else { life.state() }),
+        };
+        // The failures in a row go on from those recorded.
+        let restarts = q.last_failure.as_ref().map_or_else(Restarts::default, |f| {
+            Restarts::resumed(f.failures, f.checkpoint.map(|e| e.0))
+        });
         queries.insert(
             id.0.clone(),
             QueryEntry {
@@ -1063,14 +1074,16 @@ fn from_catalog(
                     placement: BTreeMap::new(),
                     instances: BTreeMap::new(),
                     last_checkpoint: q.last_checkpoint.as_ref().map(|p| p.epoch.0),
-                    error: None,
+                    error: failed.map(|f| f.error.clone()),
                     operators: Vec::new(),
+                    ..QueryStatus::default()
                 },
                 // A cancel answered before the coordinator went is carried out by this one.
                 cancel: q.cancel_requested,
                 stop_asked: false,
                 attempt: None,
-                restarts: Restarts::default(),
+                restarts,
+                next_attempt: None,
             },
         );
         if over {
@@ -1384,6 +1397,13 @@ fn serve(stream: TcpStream, cluster: &Arc<Cluster>) -> Result<()> {
                 .filter(|(n, _)| query.as_ref().is_none_or(|q| q == *n))
                 .map(|(_, q)| {
                     let mut status = q.status.clone();
+                    if !status.is_over() {
+                        status.failures_in_a_row = q.restarts.failures();
+                        status.restart_attempts = cluster.restart.attempts;
+                        status.next_attempt_in_ms = q.next_attempt.map(|at| {
+                            at.saturating_duration_since(Instant::now()).as_millis() as u64
+                        });
+                    }
                     if let Some(a) = q.attempt.as_ref().filter(|_| !status.is_over()) {
                         let figures = a.figures.lock().unwrap_or_else(|p| p.into_inner());
                         status.operators = super::figures::by_operator(figures.values());
@@ -1779,11 +1799,13 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
                 last_checkpoint: None,
                 error: None,
                 operators: Vec::new(),
+                ..QueryStatus::default()
             },
             cancel: false,
             stop_asked: false,
             attempt: None,
             restarts: Restarts::default(),
+            next_attempt: None,
         },
     );
     state.feed(&name, &Input::Submitted);

@@ -22,7 +22,7 @@ use anduin_runtime::{
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 
-use anduin_coordinator::catalog::{CheckpointPointer, Edit};
+use anduin_coordinator::catalog::{AttemptFailure, CheckpointPointer, Edit};
 use anduin_coordinator::controls::Resumed;
 use anduin_coordinator::life::{Input, QueryState};
 use anduin_coordinator::{
@@ -389,7 +389,20 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
     // The control plane of the last attempt that had one: left `recovering` by a failure
     // that the next attempt was to recover, it says how the query ended if none did.
     let mut last_control: Option<Arc<Control>> = None;
-    if !reattach {
+    // The wait before the next attempt, after a failure.
+    let mut backoff = None;
+    if reattach {
+        // Its current attempt had failed before this coordinator started: nothing of it is
+        // taken over; the next one starts when it was due (probe45).
+        match failed_before(cluster, name, &mut number) {
+            Some(Restart::After(wait)) => {
+                reattach = false;
+                backoff = Some(wait);
+            }
+            Some(Restart::GiveUp { .. }) => return,
+            None => {}
+        }
+    } else {
         let mut state = cluster.lock();
         state.record(Edit::PlanFixed {
             query: QueryId(name.to_string()),
@@ -402,8 +415,20 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
         });
     }
     loop {
+        if let Some(wait) = backoff.take() {
+            if !back_off(cluster, name, wait) {
+                eprintln!("anduin: query {name} cancelled (while it waited for its next attempt)");
+                cluster.lock().feed(name, &Input::CancelRequested);
+                break;
+            }
+        }
         if let Some(q) = cluster.lock().queries.get_mut(name) {
-            q.restarts.begin(q.status.last_checkpoint);
+            q.next_attempt = None;
+            // An attempt taken over counts from the failure recorded before it (a checkpoint
+            // it completed under the coordinator before this one is progress).
+            if !reattach {
+                q.restarts.begin(q.status.last_checkpoint);
+            }
         }
         let outcome = if reattach {
             reattach = false;
@@ -438,7 +463,6 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
         }
         q.attempt = None;
         let cancelled = q.cancel;
-        let mut backoff = None;
         let over = match outcome {
             Outcome::Finished => {
                 eprintln!("anduin: query {name} finished");
@@ -501,6 +525,7 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
                         Restart::After(wait) if !wait.is_zero() => Some(wait),
                         _ => None,
                     };
+                    record_failure(&mut state, name, number, &why, backoff);
                     let after = backoff.map(|w| format!(" in {w:?}")).unwrap_or_default();
                     // Why per-task recovery did not apply, said here too: the query's life
                     // refuses the fallback when it did not take the failure as a loss (a
@@ -524,14 +549,6 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
         if over {
             break;
         }
-        drop(state);
-        if let Some(wait) = backoff {
-            if !back_off(cluster, name, wait) {
-                eprintln!("anduin: query {name} cancelled (while it waited for its next attempt)");
-                cluster.lock().feed(name, &Input::CancelRequested);
-                break;
-            }
-        }
     }
     // Cancelled or given up while it waited for its next attempt (or before that attempt had
     // a control plane): the API, which still serves the last one, said `recovering` for good
@@ -547,6 +564,86 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
         }
     }
     cluster.changed.notify_all();
+}
+
+/// Records in the catalog that attempt `number` of query `name` failed (`why`) and that the
+/// next follows after `wait`, with the failures in a row counted so far: a coordinator that
+/// takes over meanwhile goes on from there ([`failed_before`]).
+fn record_failure(state: &mut State, name: &str, number: u64, why: &str, wait: Option<Duration>) {
+    let wait = wait.unwrap_or_default();
+    let Some(q) = state.queries.get_mut(name) else {
+        return;
+    };
+    q.next_attempt = Some(Instant::now() + wait);
+    let failure = AttemptFailure {
+        attempt: number,
+        failures: q.restarts.failures(),
+        checkpoint: q.status.last_checkpoint.map(anduin_types::Epoch),
+        error: why.to_string(),
+        next_at_ms: now_ms().saturating_add(wait.as_millis() as u64),
+    };
+    state.record(Edit::AttemptFailed {
+        query: QueryId(name.to_string()),
+        failure,
+    });
+}
+
+/// Now, in milliseconds since the Unix epoch.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// When query `name`'s current attempt had failed before this coordinator started (its
+/// catalog records the failure, and no later attempt): what follows it under this
+/// coordinator's restart flags — the wait left, or the query given up (then failed here).
+/// Its life and status say it is recovering from that failure; `number` becomes the failed
+/// attempt's (one not deployed is numbered after the last deployed). `None`: it had not.
+fn failed_before(cluster: &Cluster, name: &str, number: &mut u64) -> Option<Restart> {
+    let mut state = cluster.lock();
+    let failure = state
+        .catalog
+        .state()
+        .queries
+        .get(&QueryId(name.to_string()))
+        .and_then(|q| q.failed_now())
+        .cloned()?;
+    *number = (*number).max(failure.attempt);
+    let restart = cluster
+        .restart
+        .resumed(failure.failures, failure.next_at_ms, now_ms());
+    let why = failure.error;
+    for input in lost(&state, name, &why, None) {
+        state.feed(name, &input);
+    }
+    if let Some(q) = state.queries.get_mut(name) {
+        q.status.error = Some(why.clone());
+    }
+    match restart {
+        Restart::After(wait) => {
+            eprintln!("anduin: query {name}, attempt {number} had failed before this coordinator started: {why}; recovering from the last checkpoint in {wait:?}, not taking that attempt over", number = *number);
+            if let Some(q) = state.queries.get_mut(name) {
+                q.next_attempt = Some(Instant::now() + wait);
+            }
+            state.feed(
+                name,
+                &Input::PerTaskRecoveryImpossible {
+                    why: "the attempt had failed before this coordinator started".into(),
+                },
+            );
+        }
+        Restart::GiveUp { failures } => {
+            eprintln!(
+                "anduin: query {name} failed after {number} attempt{}, the last {failures} in a row with no checkpoint completed (`anduin coordinator --restart-attempts`): {why}",
+                if *number == 1 { "" } else { "s" },
+                number = *number
+            );
+            state.feed(name, &Input::RecoveryFailed { why });
+        }
+    }
+    cluster.changed.notify_all();
+    Some(restart)
 }
 
 /// Waits `wait` before the next attempt of query `name`; false if it was cancelled (or is

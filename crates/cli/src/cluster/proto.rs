@@ -359,7 +359,7 @@ pub struct WorkerStatus {
 }
 
 /// What `anduin status` shows of a query.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct QueryStatus {
     pub name: String,
     /// submitted, scheduling, running, recovering, finished, failed, cancelled.
@@ -378,6 +378,17 @@ pub struct QueryStatus {
     /// before they have sent any, and once the attempt is over).
     #[serde(default)]
     pub operators: Vec<OperatorFigures>,
+    /// Its attempts that failed in a row with no checkpoint completed (`anduin coordinator
+    /// --restart-attempts`: it is given up at `restart_attempts`).
+    #[serde(default)]
+    pub failures_in_a_row: u32,
+    /// `anduin coordinator --restart-attempts` (0 when not told).
+    #[serde(default)]
+    pub restart_attempts: u32,
+    /// While it waits for its next attempt after a failure: in how many milliseconds that
+    /// starts, as of the answer.
+    #[serde(default)]
+    pub next_attempt_in_ms: Option<u64>,
 }
 
 /// One operator's figures in `anduin status`, over all its instances.

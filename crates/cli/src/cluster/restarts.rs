@@ -44,6 +44,21 @@ pub struct Restarts {
 }
 
 impl Restarts {
+    /// The count a coordinator before this one recorded in the catalog: `failures` in a row,
+    /// the last of them when the query's last complete checkpoint was `checkpoint` (a later
+    /// one is progress, even if it was completed under that coordinator).
+    pub fn resumed(failures: u32, checkpoint: Option<u64>) -> Self {
+        Self {
+            failures,
+            from: checkpoint,
+        }
+    }
+
+    /// The failures in a row since the query last made progress.
+    pub fn failures(&self) -> u32 {
+        self.failures
+    }
+
     /// An attempt begins; `last_checkpoint` is the query's last complete checkpoint.
     pub fn begin(&mut self, last_checkpoint: Option<u64>) {
         self.from = last_checkpoint;
@@ -72,6 +87,20 @@ impl Restarts {
 }
 
 impl RestartPolicy {
+    /// What follows a failure a coordinator before this one recorded, its `failures` in a
+    /// row and the next attempt due at `next_at_ms` (both clocks in milliseconds since the
+    /// Unix epoch, `now_ms` this one's): the wait left, but never longer than this policy
+    /// waits after as many failures — or the query is given up, if this policy allows fewer.
+    pub fn resumed(&self, failures: u32, next_at_ms: u64, now_ms: u64) -> Restart {
+        match self.after(failures) {
+            Restart::After(wait) => {
+                let left = Duration::from_millis(next_at_ms.saturating_sub(now_ms));
+                Restart::After(wait.min(left))
+            }
+            given_up => given_up,
+        }
+    }
+
     /// After `failures` failures in a row without progress (0: the attempt that failed had
     /// completed a checkpoint; it waits as after a first failure).
     pub fn after(&self, failures: u32) -> Restart {
@@ -182,6 +211,32 @@ mod tests {
             ..policy()
         };
         assert_eq!(once.after(1), Restart::GiveUp { failures: 1 });
+    }
+
+    #[test]
+    fn a_failure_recorded_by_another_coordinator_waits_what_is_left_at_most_as_long_as_this_one_would(
+    ) {
+        let p = policy();
+        // Recorded at 10 000 ms with the next attempt due at 10 500.
+        assert_eq!(
+            p.resumed(1, 10_500, 10_200),
+            Restart::After(Duration::from_millis(300))
+        );
+        assert_eq!(p.resumed(1, 10_500, 99_000), Restart::After(Duration::ZERO));
+        // An hour left, but this coordinator waits a second at most after two failures.
+        assert_eq!(p.resumed(2, 3_600_000, 0), ONE);
+        // This coordinator allows fewer attempts than the one that recorded the failure.
+        assert_eq!(p.resumed(4, 10_500, 0), Restart::GiveUp { failures: 4 });
+        // The count goes on from what was recorded: two more failures give up.
+        let mut r = Restarts::resumed(2, Some(7));
+        r.begin(Some(7));
+        assert_eq!(r.failed(&p, Some(7)), ONE);
+        r.begin(Some(7));
+        assert_eq!(r.failed(&p, Some(7)), Restart::GiveUp { failures: 4 });
+        // A checkpoint completed after the recorded failure (under the coordinator that
+        // recorded it, by an attempt this one took over) is progress.
+        let mut r = Restarts::resumed(3, Some(7));
+        assert_eq!(r.failed(&p, Some(8)), HALF);
     }
 
     #[test]

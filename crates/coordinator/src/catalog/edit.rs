@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use anduin_types::Epoch;
 use serde::{Deserialize, Serialize};
 
-use super::model::{CheckpointPointer, QuerySettings, QuerySource};
+use super::model::{AttemptFailure, CheckpointPointer, QuerySettings, QuerySource};
 use crate::ids::{QueryId, TaskRef, WorkerId};
 use crate::life::QueryState;
 
@@ -109,6 +109,15 @@ pub enum Edit {
         /// The checkpoint.
         epoch: Epoch,
     },
+    /// An attempt of the query failed and another is to follow after a wait: a coordinator
+    /// that takes over before it starts does not take the failed attempt over, waits what is
+    /// left of the wait, and goes on counting the failures in a row from these.
+    AttemptFailed {
+        /// The query.
+        query: QueryId,
+        /// The failure.
+        failure: AttemptFailure,
+    },
     /// A user asked to cancel the query: recorded before the request is answered, so that a
     /// coordinator that takes over after this one died cancels it too.
     CancelRequested {
@@ -185,6 +194,7 @@ impl Edit {
             | Edit::PartEnded { query, .. }
             | Edit::CheckpointCompleted { query, .. }
             | Edit::CheckpointGivenUp { query, .. }
+            | Edit::AttemptFailed { query, .. }
             | Edit::CancelRequested { query }
             | Edit::ParameterSet { query, .. }
             | Edit::QueryForgotten { query } => Some(query),

@@ -74,8 +74,8 @@ pub use edit::Edit;
 pub use error::CatalogError;
 pub use files::{corrupt_path, segment_path, snapshot_path, temp_path, LOCK_FILE};
 pub use model::{
-    CatalogState, CheckpointPointer, ControlRecord, EditRefused, ModuleFile, QueryEntry,
-    QuerySettings, QuerySource, WorkerEntry, CONTROL_HISTORY_KEPT,
+    AttemptFailure, CatalogState, CheckpointPointer, ControlRecord, EditRefused, ModuleFile,
+    QueryEntry, QuerySettings, QuerySource, WorkerEntry, CONTROL_HISTORY_KEPT,
 };
 pub use objects::{CatalogFence, Fenced, CATALOG_PREFIX};
 

@@ -145,6 +145,23 @@ pub struct ControlRecord {
     pub old: Option<String>,
 }
 
+/// A failed attempt that another is to follow ([`Edit::AttemptFailed`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttemptFailure {
+    /// The attempt that failed (it may not have been deployed: one more than the query's
+    /// current attempt).
+    pub attempt: u64,
+    /// The failures in a row that completed no checkpoint, this one included (0: this
+    /// attempt had completed one).
+    pub failures: u32,
+    /// The query's last complete checkpoint when it failed: a later one is progress.
+    pub checkpoint: Option<Epoch>,
+    /// Why it failed.
+    pub error: String,
+    /// When the next attempt starts, in milliseconds since the Unix epoch.
+    pub next_at_ms: u64,
+}
+
 /// What the catalog knows of one query.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueryEntry {
@@ -198,6 +215,9 @@ pub struct QueryEntry {
     /// `None` when it finished its part, otherwise why not ([`Edit::PartEnded`]).
     #[serde(default)]
     pub ended: BTreeMap<WorkerId, Option<String>>,
+    /// The last failed attempt another was to follow ([`Edit::AttemptFailed`]).
+    #[serde(default)]
+    pub last_failure: Option<AttemptFailure>,
 }
 
 impl QueryEntry {
@@ -209,6 +229,13 @@ impl QueryEntry {
             .find(|(_, p)| **p == part)
             .map(|(t, _)| t)?;
         Some(self.placement.get(task).copied().unwrap_or(part))
+    }
+
+    /// The failure of the current attempt, when it failed and no attempt followed yet.
+    pub fn failed_now(&self) -> Option<&AttemptFailure> {
+        self.last_failure
+            .as_ref()
+            .filter(|f| f.attempt >= self.attempt)
     }
 
     /// `part`'s incarnation in the current attempt.
@@ -416,6 +443,17 @@ impl CatalogState {
                 }
                 Ok(())
             }
+            Edit::AttemptFailed { query, failure } => {
+                let entry = self.live_query(query)?;
+                if failure.attempt < entry.attempt {
+                    return Err(EditRefused::NotTheCurrentAttempt {
+                        query: query.clone(),
+                        current: entry.attempt,
+                        got: failure.attempt,
+                    });
+                }
+                Ok(())
+            }
             Edit::PartRestored { query, part, host } => {
                 let entry = self.live_query(query)?;
                 if !entry.parts.values().any(|p| p == part) {
@@ -560,6 +598,7 @@ impl CatalogState {
                         parts: BTreeMap::new(),
                         incarnations: BTreeMap::new(),
                         ended: BTreeMap::new(),
+                        last_failure: None,
                     },
                 );
             }
@@ -642,6 +681,11 @@ impl CatalogState {
             Edit::CheckpointGivenUp { query, epoch } => {
                 if let Some(q) = self.queries.get_mut(query) {
                     q.newest_given_up = q.newest_given_up.max(Some(*epoch));
+                }
+            }
+            Edit::AttemptFailed { query, failure } => {
+                if let Some(q) = self.queries.get_mut(query) {
+                    q.last_failure = Some(failure.clone());
                 }
             }
             Edit::CancelRequested { query } => {
@@ -900,6 +944,72 @@ mod tests {
             over.apply(&cancel),
             Err(EditRefused::QueryOver { .. })
         ));
+    }
+
+    #[test]
+    fn a_failed_attempt_is_the_current_one_s_failure_until_the_next_is_deployed() {
+        let t0 = TaskRef::new(0, 0);
+        let failed = |attempt, failures| Edit::AttemptFailed {
+            query: q(),
+            failure: AttemptFailure {
+                attempt,
+                failures,
+                checkpoint: Some(Epoch(4)),
+                error: "boom".into(),
+                next_at_ms: 1_500,
+            },
+        };
+        let deploy = |attempt| Edit::AttemptDeployed {
+            query: q(),
+            attempt,
+            placement: [(t0, WorkerId(1))].into(),
+        };
+        let mut s = applied(&[
+            Edit::WorkerRegistered {
+                worker: WorkerId(1),
+                address: "a:1".into(),
+                slots: 2,
+            },
+            submit(),
+            Edit::PlanFixed {
+                query: q(),
+                fingerprint: "f".into(),
+                tasks: [t0].into(),
+            },
+            deploy(1),
+            failed(1, 1),
+        ]);
+        let entry = &s.queries[&q()];
+        assert_eq!(
+            entry.failed_now().map(|f| (f.attempt, f.failures)),
+            Some((1, 1))
+        );
+        // An attempt that failed before it was deployed is numbered after the current one.
+        s.apply(&failed(2, 2)).expect("the next attempt's failure");
+        s.apply(&deploy(2)).expect("deployed");
+        s.apply(&deploy(3)).expect("deployed");
+        let entry = &s.queries[&q()];
+        assert_eq!(entry.failed_now(), None, "attempt 3 runs");
+        assert_eq!(entry.last_failure.as_ref().map(|f| f.failures), Some(2));
+        assert!(matches!(
+            s.apply(&failed(2, 3)),
+            Err(EditRefused::NotTheCurrentAttempt {
+                current: 3,
+                got: 2,
+                ..
+            })
+        ));
+        // Kept through a snapshot (the catalog's JSON), and by a catalog written before
+        // failures were recorded (no field): none.
+        let json = serde_json::to_value(&s.queries[&q()]).expect("json");
+        let back: QueryEntry = serde_json::from_value(json.clone()).expect("back");
+        assert_eq!(back, s.queries[&q()]);
+        let mut old = json;
+        old.as_object_mut()
+            .expect("an object")
+            .remove("last_failure");
+        let old: QueryEntry = serde_json::from_value(old).expect("an older entry");
+        assert_eq!(old.last_failure, None);
     }
 
     #[test]

@@ -1,0 +1,116 @@
+//! A failed cluster query waits before its next attempt, and is given up after
+//! `--restart-attempts` failures in a row with no checkpoint completed. Both are kept in the
+//! coordinator's catalog: a coordinator restarted while the query waits does not take the
+//! failed attempt over (nothing of it runs), waits what is left of the wait (never longer than
+//! its own flags say), and goes on counting the failures from those recorded. `anduin status`
+//! says when the next attempt starts and how many failures are left.
+
+use crate::common;
+
+use common::cluster::{failing_at_start, LocalCluster, Setup};
+use common::{anduin, wait_until_or_show};
+
+const AN_HOUR_MS: u64 = 3_600_000;
+
+fn flags(backoff: &[&str]) -> Vec<String> {
+    ["--restart-attempts", "3", "--restart-backoff"]
+        .iter()
+        .chain(backoff)
+        .map(|f| f.to_string())
+        .collect()
+}
+
+/// Asserts that query `q` of `cluster` waits for its next attempt after one failure, with
+/// more than a minute and at most an hour left.
+fn waits_after_one_failure(cluster: &LocalCluster) {
+    let status = cluster.status("q");
+    assert_eq!(
+        status["state"],
+        "recovering",
+        "{status}\n{}",
+        cluster.logs()
+    );
+    assert_eq!(status["attempt"], 1, "{status}");
+    assert_eq!(status["failures_in_a_row"], 1, "{status}");
+    assert_eq!(status["restart_attempts"], 3, "{status}");
+    let left = status["next_attempt_in_ms"].as_u64().expect("a wait");
+    assert!(left > 60_000 && left <= AN_HOUR_MS, "{status}");
+    assert!(
+        status["error"].as_str().is_some_and(|e| e.contains("out")),
+        "the status names the failure: {status}"
+    );
+}
+
+#[test]
+fn a_failed_cluster_query_s_wait_and_failures_outlive_a_coordinator_restart() {
+    let work = tempfile::tempdir().expect("tempdir");
+    failing_at_start(work.path());
+    let mut cluster = LocalCluster::start_with(
+        1,
+        8,
+        Setup {
+            coordinator_flags: flags(&["1h"]),
+            ..Setup::default()
+        },
+    );
+    let _submit = cluster.submit(work.path(), "q.sql", &[]);
+    wait_until_or_show(
+        "the first attempt to fail",
+        || {
+            cluster
+                .coordinator_log()
+                .contains("recovering from the last checkpoint in 3600s")
+        },
+        || cluster.logs(),
+    );
+    waits_after_one_failure(&cluster);
+    let shown = anduin(
+        work.path(),
+        &["status", "q", "--coordinator", &cluster.addr],
+    );
+    let line = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        line.contains("recovering (attempt 1)")
+            && line.contains("; next attempt in ")
+            && line.contains("(1 of 3 failures in a row with no checkpoint completed)"),
+        "{line}"
+    );
+
+    // Restarted with the same flags: the wait goes on; the failed attempt is not taken over.
+    cluster.restart_coordinator();
+    wait_until_or_show(
+        "the restarted coordinator to read the failure",
+        || {
+            cluster
+                .coordinator_log()
+                .contains("attempt 1 had failed before this coordinator started")
+        },
+        || cluster.logs(),
+    );
+    waits_after_one_failure(&cluster);
+    let log = cluster.coordinator_log();
+    assert!(log.contains("not taking that attempt over"), "{log}");
+    assert!(
+        !log.contains("waiting for its executors to report again"),
+        "{log}"
+    );
+
+    // Restarted with a wait of 20 ms: the next attempts come at once, and the query is given
+    // up after the third failure in all, not three more.
+    cluster.setup.coordinator_flags = flags(&["20ms", "--restart-max-backoff", "40ms"]);
+    cluster.restart_coordinator();
+    wait_until_or_show(
+        "the query to be given up",
+        || cluster.status("q")["state"] == "failed",
+        || cluster.logs(),
+    );
+    let status = cluster.status("q");
+    assert_eq!(status["attempt"], 3, "{status}\n{}", cluster.logs());
+    let log = cluster.coordinator_log();
+    assert!(
+        log.contains(
+            "query q failed after 3 attempts, the last 3 in a row with no checkpoint completed"
+        ),
+        "{log}"
+    );
+}
