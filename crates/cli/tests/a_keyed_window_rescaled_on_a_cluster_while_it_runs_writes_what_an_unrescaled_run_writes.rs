@@ -1030,9 +1030,16 @@ fn a_keyed_window_grown_on_a_cluster_and_killed_rolls_back_as_a_whole() {
 /// Waits until the coordinator has grown the window again to the 4 instances the checkpoint
 /// of its rollback recorded (a rollback starts at the planned instances).
 fn grown_again(q: &Rescaled) {
+    // The coordinator says so once the growth has applied, after the params say 4: wait for
+    // both.
     wait_until_or_show(
         "the window grown again to 4 instances",
-        || q.owners().as_deref() == Some("4"),
+        || {
+            q.owners().as_deref() == Some("4")
+                && q.cluster.coordinator_log().contains(
+                    "operator \"w\" grown again to 4 instances after the rollback (or resume)",
+                )
+        },
         || q.cluster.logs(),
     );
     let log = q.cluster.coordinator_log();
@@ -1094,6 +1101,20 @@ fn a_growth_that_could_not_come_back_does_not_keep_a_restarted_coordinator_from_
     let now = client.checkpoint("q").expect("a checkpoint");
     common::cluster::restart_coordinator_after(&mut q.cluster, "q", now);
     q.api = q.cluster.api();
+    // Its control plane serves the attempt's params just before it says that it took the
+    // attempt over: wait for what it says (or for the attempt it rolled back to).
+    wait_until_or_show(
+        "the restarted coordinator taking the attempt over (or rolling it back)",
+        || {
+            q.cluster
+                .coordinator_log()
+                .contains("attempt 2: taken over, nothing restarted")
+                || q.cluster.status("q")["attempt"]
+                    .as_u64()
+                    .is_some_and(|a| a > 2)
+        },
+        || q.cluster.logs(),
+    );
     wait_until("the restarted coordinator runs the query", || {
         q.owners().is_some()
     });
