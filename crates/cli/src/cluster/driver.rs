@@ -577,7 +577,7 @@ fn record_failure(state: &mut State, name: &str, number: u64, why: &str, wait: O
     q.next_attempt = Some(Instant::now() + wait);
     let failure = AttemptFailure {
         attempt: number,
-        failures: q.restarts.failures(),
+        failures: q.restarts.failures(q.status.last_checkpoint),
         checkpoint: q.status.last_checkpoint.map(anduin_types::Epoch),
         error: why.to_string(),
         next_at_ms: now_ms().saturating_add(wait.as_millis() as u64),

@@ -54,9 +54,14 @@ impl Restarts {
         }
     }
 
-    /// The failures in a row since the query last made progress.
-    pub fn failures(&self) -> u32 {
-        self.failures
+    /// The failures in a row since the query last made progress, its last complete
+    /// checkpoint being `last_checkpoint` (0 once one completed after the last failure).
+    pub fn failures(&self, last_checkpoint: Option<u64>) -> u32 {
+        if last_checkpoint > self.from {
+            0
+        } else {
+            self.failures
+        }
     }
 
     /// An attempt begins; `last_checkpoint` is the query's last complete checkpoint.
@@ -236,6 +241,12 @@ mod tests {
         // A checkpoint completed after the recorded failure (under the coordinator that
         // recorded it, by an attempt this one took over) is progress.
         let mut r = Restarts::resumed(3, Some(7));
+        assert_eq!(r.failures(Some(7)), 3);
+        assert_eq!(
+            r.failures(Some(8)),
+            0,
+            "no failure in a row once one completed"
+        );
         assert_eq!(r.failed(&p, Some(8)), HALF);
     }
 
