@@ -7,6 +7,7 @@
 
 use crate::common;
 
+use anduin_runtime::control::QueryState;
 use common::cluster::{failing_at_start, LocalCluster, Setup};
 use common::{anduin, wait_until_or_show};
 
@@ -88,6 +89,10 @@ fn a_failed_cluster_query_s_wait_and_failures_outlive_a_coordinator_restart() {
         || cluster.logs(),
     );
     waits_after_one_failure(&cluster);
+    // Its API (the web UI) serves it as recovering before any attempt of this coordinator.
+    let client = anduin_api::Client::new(&cluster.api(), None).expect("an address");
+    let info = client.query("q").expect("the API serves the waiting query");
+    assert_eq!(info.state, QueryState::Recovering);
     let log = cluster.coordinator_log();
     assert!(log.contains("not taking that attempt over"), "{log}");
     assert!(
@@ -112,5 +117,15 @@ fn a_failed_cluster_query_s_wait_and_failures_outlive_a_coordinator_restart() {
             "query q failed after 3 attempts, the last 3 in a row with no checkpoint completed"
         ),
         "{log}"
+    );
+    let client = anduin_api::Client::new(&cluster.api(), None).expect("an address");
+    let shown = std::cell::Cell::new(None);
+    wait_until_or_show(
+        "the API to say failed",
+        || {
+            shown.set(client.query("q").ok().map(|i| i.state));
+            shown.get() == Some(QueryState::Failed)
+        },
+        || format!("{:?}", shown.get()),
     );
 }

@@ -394,13 +394,16 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
     if reattach {
         // Its current attempt had failed before this coordinator started: nothing of it is
         // taken over; the next one starts when it was due (probe45).
-        match failed_before(cluster, name, &mut number) {
-            Some(Restart::After(wait)) => {
-                reattach = false;
-                backoff = Some(wait);
+        if let Some((restart, control)) = failed_before(cluster, name, &mut number) {
+            reattach = false;
+            match restart {
+                Restart::After(wait) => backoff = Some(wait),
+                Restart::GiveUp { .. } => {
+                    control.detach_failed();
+                    return;
+                }
             }
-            Some(Restart::GiveUp { .. }) => return,
-            None => {}
+            last_control = Some(control);
         }
     } else {
         let mut state = cluster.lock();
@@ -598,17 +601,45 @@ fn now_ms() -> u64 {
 /// When query `name`'s current attempt had failed before this coordinator started (its
 /// catalog records the failure, and no later attempt): what follows it under this
 /// coordinator's restart flags — the wait left, or the query given up (then failed here).
-/// Its life and status say it is recovering from that failure; `number` becomes the failed
+/// Its life and status say it is recovering from that failure, and so does the control plane
+/// the API serves until the next attempt has one (returned); `number` becomes the failed
 /// attempt's (one not deployed is numbered after the last deployed). `None`: it had not.
-fn failed_before(cluster: &Cluster, name: &str, number: &mut u64) -> Option<Restart> {
+fn failed_before(
+    cluster: &Cluster,
+    name: &str,
+    number: &mut u64,
+) -> Option<(Restart, Arc<Control>)> {
+    let (failure, file) = {
+        let state = cluster.lock();
+        let failure = state
+            .catalog
+            .state()
+            .queries
+            .get(&QueryId(name.to_string()))
+            .and_then(|q| q.failed_now())
+            .cloned()?;
+        let file = state
+            .queries
+            .get(name)
+            .map(|q| q.submission.file_name.clone());
+        (failure, file)
+    };
+    // Served before anything says it waits.
+    let control = Arc::new(Control::new(
+        name,
+        file,
+        BTreeMap::new(),
+        Box::new(|_, _| Ok(())),
+    ));
+    control.detach_recovering(failure.error.clone());
+    cluster.api.remove(name);
+    if let Err(e) = cluster
+        .api
+        .add(Arc::clone(&control) as Arc<dyn anduin_api::QueryControl>)
+    {
+        tracing::warn!(query = %name, error = %e, "a query waiting for its next attempt is not served by the API");
+    }
     let mut state = cluster.lock();
-    let failure = state
-        .catalog
-        .state()
-        .queries
-        .get(&QueryId(name.to_string()))
-        .and_then(|q| q.failed_now())
-        .cloned()?;
     *number = (*number).max(failure.attempt);
     let restart = cluster
         .restart
@@ -642,8 +673,9 @@ fn failed_before(cluster: &Cluster, name: &str, number: &mut u64) -> Option<Rest
             state.feed(name, &Input::RecoveryFailed { why });
         }
     }
+    drop(state);
     cluster.changed.notify_all();
-    Some(restart)
+    Some((restart, control))
 }
 
 /// Waits `wait` before the next attempt of query `name`; false if it was cancelled (or is
