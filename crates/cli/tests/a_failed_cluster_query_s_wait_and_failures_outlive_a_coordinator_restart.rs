@@ -22,8 +22,9 @@ fn flags(backoff: &[&str]) -> Vec<String> {
 }
 
 /// Asserts that query `q` of `cluster` waits for its next attempt after one failure, with
-/// more than a minute and at most an hour left.
-fn waits_after_one_failure(cluster: &LocalCluster) {
+/// more than a minute and at most an hour left, its status showing attempt `attempt` (0:
+/// none was deployed) and the failure (`failure`, a part of its message).
+fn waits_after_one_failure(cluster: &LocalCluster, attempt: u64, failure: &str) {
     let status = cluster.status("q");
     assert_eq!(
         status["state"],
@@ -31,13 +32,15 @@ fn waits_after_one_failure(cluster: &LocalCluster) {
         "{status}\n{}",
         cluster.logs()
     );
-    assert_eq!(status["attempt"], 1, "{status}");
+    assert_eq!(status["attempt"], attempt, "{status}");
     assert_eq!(status["failures_in_a_row"], 1, "{status}");
     assert_eq!(status["restart_attempts"], 3, "{status}");
     let left = status["next_attempt_in_ms"].as_u64().expect("a wait");
     assert!(left > 60_000 && left <= AN_HOUR_MS, "{status}");
     assert!(
-        status["error"].as_str().is_some_and(|e| e.contains("out")),
+        status["error"]
+            .as_str()
+            .is_some_and(|e| e.contains(failure)),
         "the status names the failure: {status}"
     );
 }
@@ -64,7 +67,7 @@ fn a_failed_cluster_query_s_wait_and_failures_outlive_a_coordinator_restart() {
         },
         || cluster.logs(),
     );
-    waits_after_one_failure(&cluster);
+    waits_after_one_failure(&cluster, 1, "`out`");
     let shown = anduin(
         work.path(),
         &["status", "q", "--coordinator", &cluster.addr],
@@ -88,7 +91,7 @@ fn a_failed_cluster_query_s_wait_and_failures_outlive_a_coordinator_restart() {
         },
         || cluster.logs(),
     );
-    waits_after_one_failure(&cluster);
+    waits_after_one_failure(&cluster, 1, "`out`");
     // Its API (the web UI) serves it as recovering before any attempt of this coordinator.
     let client = anduin_api::Client::new(&cluster.api(), None).expect("an address");
     let info = client.query("q").expect("the API serves the waiting query");
@@ -127,5 +130,60 @@ fn a_failed_cluster_query_s_wait_and_failures_outlive_a_coordinator_restart() {
             shown.get() == Some(QueryState::Failed)
         },
         || format!("{:?}", shown.get()),
+    );
+}
+
+/// The same when the attempt failed before it was deployed (the catalog has no attempt of
+/// the query yet): its checkpoint directory is a file by the time a worker gives it slots.
+/// probe47: a restarted coordinator started the next attempt at once, numbered 1 again.
+#[test]
+fn a_wait_after_a_failure_before_any_deployment_outlives_a_coordinator_restart() {
+    let work = tempfile::tempdir().expect("tempdir");
+    failing_at_start(work.path());
+    std::fs::remove_file(work.path().join("out")).expect("no file in the way");
+    let mut cluster = LocalCluster::start_with(
+        0,
+        8,
+        Setup {
+            coordinator_flags: flags(&["1h"]),
+            ..Setup::default()
+        },
+    );
+    let _submit = cluster.submit(work.path(), "q.sql", &[]);
+    wait_until_or_show(
+        "the query to wait for slots",
+        || cluster.coordinator_log().contains("waiting for workers"),
+        || cluster.logs(),
+    );
+    if cluster.checkpoints("q").is_dir() {
+        std::fs::remove_dir_all(cluster.checkpoints("q")).expect("its checkpoint directory");
+    }
+    std::fs::write(cluster.checkpoints("q"), "a file in the way").expect("a file");
+    cluster.add_worker("w0", 8);
+    wait_until_or_show(
+        "the first attempt to fail",
+        || {
+            cluster
+                .coordinator_log()
+                .contains("recovering from the last checkpoint in 3600s")
+        },
+        || cluster.logs(),
+    );
+    cluster.restart_coordinator();
+    wait_until_or_show(
+        "the restarted coordinator to read the failure",
+        || {
+            cluster
+                .coordinator_log()
+                .contains("attempt 1 had failed before this coordinator started")
+        },
+        || cluster.logs(),
+    );
+    waits_after_one_failure(&cluster, 0, "cannot use the checkpoint store");
+    let log = cluster.coordinator_log();
+    assert_eq!(
+        log.matches("attempt 1 failed").count(),
+        1,
+        "no attempt after the restart\n{log}"
     );
 }

@@ -792,17 +792,17 @@ fn a_keyed_window_on_kubernetes_grows_onto_a_pod_its_scheduler_creates_for_it() 
     );
     q.await_rows_into(2..4);
     q.scale("1");
+    // The pod is gone from the API before the coordinator, answered, says it deleted it:
+    // wait for both.
     wait_until_or_show(
         "the scheduler deletes the third pod",
-        || !fake.state().pods.contains_key("anduin-worker-2"),
+        || {
+            !fake.state().pods.contains_key("anduin-worker-2")
+                && q.cluster
+                    .coordinator_log()
+                    .contains("deleted worker pod anduin-worker-2: created for instances added")
+        },
         || q.cluster.logs(),
-    );
-    assert!(
-        q.cluster
-            .coordinator_log()
-            .contains("deleted worker pod anduin-worker-2: created for instances added"),
-        "{}",
-        q.cluster.coordinator_log()
     );
     assert_eq!(fake.state().pods.len(), 2, "it keeps its --workers");
     q.finish(Some(1));
@@ -1293,9 +1293,14 @@ fn a_keyed_window_rescaled_as_its_coordinator_died_unrecorded_rolls_back_once() 
     let attempt = q.cluster.status("q")["attempt"].as_u64();
     q.cluster.restart_coordinator();
     q.api = q.cluster.api();
-    wait_until("the third coordinator to serve the query", || {
-        anduin_api::Client::new(&q.api, None).is_ok_and(|c| c.query("q").is_ok())
-    });
+    // Its API serves the attempt's control plane a moment before the checkpoint coordinator
+    // is attached to it (a checkpoint asked before then is refused): wait for the params it
+    // serves once attached.
+    wait_until_or_show(
+        "the third coordinator to run the query",
+        || q.owners().is_some(),
+        || q.cluster.logs(),
+    );
     stdout_ok(&ctl(q.dir(), &q.api, &["checkpoint", "q"]));
     assert_eq!(
         q.cluster.status("q")["attempt"].as_u64(),

@@ -11,7 +11,7 @@ use crate::a_killed_run_resumes_to_the_output_of_an_uninterrupted_one::WINDOWED;
 use crate::common;
 
 use common::cluster::{assert_submitted_output, LocalCluster, Setup};
-use common::{anduin_ok, ctl, output_rows, stdout_ok, wait_until};
+use common::{anduin_ok, ctl, output_rows, stdout_ok, wait_until, wait_until_or_show};
 
 #[test]
 fn a_query_stopped_on_a_cluster_resumes_from_its_last_checkpoint_to_the_output_of_an_uninterrupted_run(
@@ -96,13 +96,20 @@ fn stop_and_resume(interrupted: bool) {
         "{}\n{logs}",
         String::from_utf8_lossy(&done.stderr)
     );
-    let log = cluster.coordinator_log();
     if interrupted {
-        assert!(
-            log.contains("attempt 2: stopping again"),
-            "the next attempt stops\n{log}"
+        // Said by the thread that asked the next attempt to stop, once the stop was asked:
+        // the query's end may come first (the coordinator runs on).
+        wait_until_or_show(
+            "the coordinator saying that the next attempt stops",
+            || {
+                cluster
+                    .coordinator_log()
+                    .contains("attempt 2: stopping again")
+            },
+            || cluster.logs(),
         );
     }
+    let log = cluster.coordinator_log();
     let at: u64 = log
         .split("query q stopped at checkpoint ")
         .nth(1)

@@ -1397,9 +1397,9 @@ fn serve(stream: TcpStream, cluster: &Arc<Cluster>) -> Result<()> {
                 .filter(|(n, _)| query.as_ref().is_none_or(|q| q == *n))
                 .map(|(_, q)| {
                     let mut status = q.status.clone();
+                    status.failures_in_a_row = q.restarts.failures(status.last_checkpoint);
+                    status.restart_attempts = cluster.restart.attempts;
                     if !status.is_over() {
-                        status.failures_in_a_row = q.restarts.failures(status.last_checkpoint);
-                        status.restart_attempts = cluster.restart.attempts;
                         status.next_attempt_in_ms = q.next_attempt.map(|at| {
                             at.saturating_duration_since(Instant::now()).as_millis() as u64
                         });

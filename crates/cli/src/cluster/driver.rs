@@ -385,27 +385,30 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
         .queries
         .get(name)
         .map_or(0, |q| q.status.attempt);
-    let mut reattach = reattach && number > 0;
     // The control plane of the last attempt that had one: left `recovering` by a failure
     // that the next attempt was to recover, it says how the query ended if none did.
     let mut last_control: Option<Arc<Control>> = None;
     // The wait before the next attempt, after a failure.
     let mut backoff = None;
-    if reattach {
-        // Its current attempt had failed before this coordinator started: nothing of it is
-        // taken over; the next one starts when it was due (probe45).
-        if let Some((restart, control)) = failed_before(cluster, name, &mut number) {
-            reattach = false;
-            match restart {
-                Restart::After(wait) => backoff = Some(wait),
-                Restart::GiveUp { .. } => {
-                    control.detach_failed();
-                    return;
-                }
-            }
-            last_control = Some(control);
-        }
+    // Its current attempt had failed before this coordinator started (also one that failed
+    // before it was deployed, the catalog's attempt 0: probe47): nothing of it is taken over;
+    // the next one starts when it was due (probe45).
+    let failed = if reattach {
+        failed_before(cluster, name, &mut number)
     } else {
+        None
+    };
+    let mut reattach = reattach && number > 0 && failed.is_none();
+    if let Some((restart, control)) = failed {
+        match restart {
+            Restart::After(wait) => backoff = Some(wait),
+            Restart::GiveUp { .. } => {
+                control.detach_failed();
+                return;
+            }
+        }
+        last_control = Some(control);
+    } else if !reattach {
         let mut state = cluster.lock();
         state.record(Edit::PlanFixed {
             query: QueryId(name.to_string()),

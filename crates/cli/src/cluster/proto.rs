@@ -382,7 +382,7 @@ pub struct QueryStatus {
     /// --restart-attempts`: it is given up at `restart_attempts`).
     #[serde(default)]
     pub failures_in_a_row: u32,
-    /// `anduin coordinator --restart-attempts` (0 when not told).
+    /// `anduin coordinator --restart-attempts` (0 from a coordinator older than this field).
     #[serde(default)]
     pub restart_attempts: u32,
     /// While it waits for its next attempt after a failure: in how many milliseconds that

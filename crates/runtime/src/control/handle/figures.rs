@@ -12,6 +12,14 @@ impl Control {
     /// complete.
     pub fn checkpoint(&self) -> Result<u64, ControlFailure> {
         let mut inner = self.lock();
+        // Not attached to its checkpoints yet, or recovered by another attempt: it may take
+        // them then (it did not say so: "runs without checkpoints", probe47).
+        if matches!(
+            inner.shown_state(),
+            QueryState::Starting | QueryState::Recovering
+        ) {
+            return Err(self.not_running_now(&inner, "it cannot take a checkpoint now"));
+        }
         if !inner.checkpointing {
             return Err(ControlFailure::NoCheckpoints {
                 query: self.name.clone(),
@@ -220,6 +228,34 @@ mod tests {
             source: None,
             line: None,
         }
+    }
+
+    #[test]
+    fn a_checkpoint_asked_of_a_query_starting_or_recovering_says_so_not_that_it_has_none() {
+        let control = Control::new("q", None, Default::default(), Box::new(|_, _| Ok(())));
+        let starting = control.checkpoint().expect_err("not attached yet");
+        assert!(
+            matches!(&starting, ControlFailure::NotRunning { state, .. } if state == "starting"),
+            "{starting}"
+        );
+        control.detach_recovering("worker w1 died");
+        let recovering = control
+            .checkpoint()
+            .expect_err("recovered by another attempt");
+        assert!(
+            matches!(&recovering, ControlFailure::NotRunning { state, .. } if state == "recovering"),
+            "{recovering}"
+        );
+        assert!(
+            recovering.to_string().contains("worker w1 died"),
+            "{recovering}"
+        );
+        control.detach(false);
+        let finished = control.checkpoint().expect_err("finished");
+        assert!(
+            matches!(finished, ControlFailure::NoCheckpoints { .. }),
+            "a finished run without checkpoints still says it has none: {finished}"
+        );
     }
 
     #[test]
