@@ -45,27 +45,39 @@ fn waits_after_one_failure(cluster: &LocalCluster, attempt: u64, failure: &str) 
     );
 }
 
-#[test]
-fn a_failed_cluster_query_s_wait_and_failures_outlive_a_coordinator_restart() {
+/// The failing query in a new directory, and a cluster of `workers` workers whose
+/// coordinator waits an hour after a failure.
+fn waiting_an_hour(workers: usize) -> (tempfile::TempDir, LocalCluster) {
     let work = tempfile::tempdir().expect("tempdir");
     failing_at_start(work.path());
-    let mut cluster = LocalCluster::start_with(
-        1,
+    let cluster = LocalCluster::start_with(
+        workers,
         8,
         Setup {
             coordinator_flags: flags(&["1h"]),
             ..Setup::default()
         },
     );
-    let _submit = cluster.submit(work.path(), "q.sql", &[]);
+    (work, cluster)
+}
+
+/// Waits until the coordinator of `cluster` has said `line` (`what` names it).
+fn await_line(cluster: &LocalCluster, what: &str, line: &str) {
     wait_until_or_show(
-        "the first attempt to fail",
-        || {
-            cluster
-                .coordinator_log()
-                .contains("recovering from the last checkpoint in 3600s")
-        },
+        what,
+        || cluster.coordinator_log().contains(line),
         || cluster.logs(),
+    );
+}
+
+#[test]
+fn a_failed_cluster_query_s_wait_and_failures_outlive_a_coordinator_restart() {
+    let (work, mut cluster) = waiting_an_hour(1);
+    let _submit = cluster.submit(work.path(), "q.sql", &[]);
+    await_line(
+        &cluster,
+        "the first attempt to fail",
+        "recovering from the last checkpoint in 3600s",
     );
     waits_after_one_failure(&cluster, 1, "`out`");
     let shown = anduin(
@@ -82,14 +94,10 @@ fn a_failed_cluster_query_s_wait_and_failures_outlive_a_coordinator_restart() {
 
     // Restarted with the same flags: the wait goes on; the failed attempt is not taken over.
     cluster.restart_coordinator();
-    wait_until_or_show(
+    await_line(
+        &cluster,
         "the restarted coordinator to read the failure",
-        || {
-            cluster
-                .coordinator_log()
-                .contains("attempt 1 had failed before this coordinator started")
-        },
-        || cluster.logs(),
+        "attempt 1 had failed before this coordinator started",
     );
     waits_after_one_failure(&cluster, 1, "`out`");
     // Its API (the web UI) serves it as recovering before any attempt of this coordinator.
@@ -138,46 +146,29 @@ fn a_failed_cluster_query_s_wait_and_failures_outlive_a_coordinator_restart() {
 /// probe47: a restarted coordinator started the next attempt at once, numbered 1 again.
 #[test]
 fn a_wait_after_a_failure_before_any_deployment_outlives_a_coordinator_restart() {
-    let work = tempfile::tempdir().expect("tempdir");
-    failing_at_start(work.path());
+    let (work, mut cluster) = waiting_an_hour(0);
     std::fs::remove_file(work.path().join("out")).expect("no file in the way");
-    let mut cluster = LocalCluster::start_with(
-        0,
-        8,
-        Setup {
-            coordinator_flags: flags(&["1h"]),
-            ..Setup::default()
-        },
-    );
     let _submit = cluster.submit(work.path(), "q.sql", &[]);
-    wait_until_or_show(
+    await_line(
+        &cluster,
         "the query to wait for slots",
-        || cluster.coordinator_log().contains("waiting for workers"),
-        || cluster.logs(),
+        "waiting for workers",
     );
     if cluster.checkpoints("q").is_dir() {
         std::fs::remove_dir_all(cluster.checkpoints("q")).expect("its checkpoint directory");
     }
     std::fs::write(cluster.checkpoints("q"), "a file in the way").expect("a file");
     cluster.add_worker("w0", 8);
-    wait_until_or_show(
+    await_line(
+        &cluster,
         "the first attempt to fail",
-        || {
-            cluster
-                .coordinator_log()
-                .contains("recovering from the last checkpoint in 3600s")
-        },
-        || cluster.logs(),
+        "recovering from the last checkpoint in 3600s",
     );
     cluster.restart_coordinator();
-    wait_until_or_show(
+    await_line(
+        &cluster,
         "the restarted coordinator to read the failure",
-        || {
-            cluster
-                .coordinator_log()
-                .contains("attempt 1 had failed before this coordinator started")
-        },
-        || cluster.logs(),
+        "attempt 1 had failed before this coordinator started",
     );
     waits_after_one_failure(&cluster, 0, "cannot use the checkpoint store");
     let log = cluster.coordinator_log();
