@@ -1118,24 +1118,38 @@ fn from_catalog(
 fn serve_ended(cluster: &Cluster, ended: Vec<Ended>) {
     use anduin_coordinator::life::StateKind;
     for (name, file, kind) in ended {
-        let control = anduin_runtime::control::Control::new(
-            &name,
-            Some(file),
-            BTreeMap::new(),
-            Box::new(|_, _| Ok(())),
-        );
-        match kind {
+        serve_idle(cluster, &name, Some(file), |control| match kind {
             StateKind::Cancelled => control.detach_cancelled(),
             StateKind::Failed => control.detach(true),
             _ => control.detach(false),
-        }
-        if let Err(e) = cluster
-            .api
-            .add(Arc::new(control) as Arc<dyn anduin_api::QueryControl>)
-        {
-            tracing::warn!(query = %name, error = %e, "an ended query is not served by the API");
-        }
+        });
     }
+}
+
+/// Serves through the API, in place of any other, a control plane of query `name` (its file
+/// `file`) that runs no attempt — one that ended before this coordinator started, or one
+/// waiting for its next attempt — in the state `settle` gives it first.
+pub(super) fn serve_idle(
+    cluster: &Cluster,
+    name: &str,
+    file: Option<String>,
+    settle: impl FnOnce(&anduin_runtime::control::Control),
+) -> Arc<anduin_runtime::control::Control> {
+    let control = Arc::new(anduin_runtime::control::Control::new(
+        name,
+        file,
+        BTreeMap::new(),
+        Box::new(|_, _| Ok(())),
+    ));
+    settle(&control);
+    cluster.api.remove(name);
+    if let Err(e) = cluster
+        .api
+        .add(Arc::clone(&control) as Arc<dyn anduin_api::QueryControl>)
+    {
+        tracing::warn!(query = %name, error = %e, "a query running no attempt is not served by the API");
+    }
+    control
 }
 
 /// The name `anduin status` gives a state of the catalog.
@@ -1793,12 +1807,6 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
             status: QueryStatus {
                 name: name.clone(),
                 state: "submitted".into(),
-                attempt: 0,
-                placement: BTreeMap::new(),
-                instances: BTreeMap::new(),
-                last_checkpoint: None,
-                error: None,
-                operators: Vec::new(),
                 ..QueryStatus::default()
             },
             cancel: false,

@@ -520,10 +520,7 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
                         Ok(Recovery::Finished(_)) => "; every input had ended, but its sinks may not have committed its last checkpoint: `anduin submit --resume` commits what it holds, and runs nothing",
                         _ => "",
                     };
-                    eprintln!(
-                        "anduin: query {name} failed after {number} attempt{}, the last {failures} in a row with no checkpoint completed (`anduin coordinator --restart-attempts`): {why}{pending}",
-                        if number == 1 { "" } else { "s" }
-                    );
+                    eprintln!("{}{pending}", given_up(name, number, failures, &why));
                     state.feed(name, &Input::RecoveryFailed { why });
                     true
                 } else {
@@ -594,6 +591,15 @@ fn record_failure(state: &mut State, name: &str, number: u64, why: &str, wait: O
     });
 }
 
+/// What the coordinator says of query `name` given up after attempt `number`, the last
+/// `failures` in a row with no checkpoint completed, the last failing for `why`.
+fn given_up(name: &str, number: u64, failures: u32, why: &str) -> String {
+    format!(
+        "anduin: query {name} failed after {number} attempt{}, the last {failures} in a row with no checkpoint completed (`anduin coordinator --restart-attempts`): {why}",
+        if number == 1 { "" } else { "s" }
+    )
+}
+
 /// Now, in milliseconds since the Unix epoch.
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
@@ -628,20 +634,9 @@ fn failed_before(
         (failure, file)
     };
     // Served before anything says it waits.
-    let control = Arc::new(Control::new(
-        name,
-        file,
-        BTreeMap::new(),
-        Box::new(|_, _| Ok(())),
-    ));
-    control.detach_recovering(failure.error.clone());
-    cluster.api.remove(name);
-    if let Err(e) = cluster
-        .api
-        .add(Arc::clone(&control) as Arc<dyn anduin_api::QueryControl>)
-    {
-        tracing::warn!(query = %name, error = %e, "a query waiting for its next attempt is not served by the API");
-    }
+    let control = super::coordinator::serve_idle(cluster, name, file, |c| {
+        c.detach_recovering(failure.error.clone())
+    });
     let mut state = cluster.lock();
     *number = (*number).max(failure.attempt);
     let restart = cluster
@@ -668,11 +663,7 @@ fn failed_before(
             );
         }
         Restart::GiveUp { failures } => {
-            eprintln!(
-                "anduin: query {name} failed after {number} attempt{}, the last {failures} in a row with no checkpoint completed (`anduin coordinator --restart-attempts`): {why}",
-                if *number == 1 { "" } else { "s" },
-                number = *number
-            );
+            eprintln!("{}", given_up(name, *number, failures, &why));
             state.feed(name, &Input::RecoveryFailed { why });
         }
     }
