@@ -4,11 +4,12 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    ArrayRef, BooleanArray, BooleanBuilder, Float64Builder, Int64Builder, StringBuilder,
-    TimestampMillisecondBuilder,
+    Array, ArrayRef, BinaryBuilder, BooleanArray, BooleanBuilder, Float64Builder, Int64Builder,
+    StringArray, TimestampMillisecondBuilder,
 };
 use arrow::compute::FilterBuilder;
 use arrow::datatypes::SchemaRef;
+use arrow::error::ArrowError;
 use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 
 use super::column::{ColumnInfo, ColumnKind};
@@ -23,8 +24,10 @@ pub(crate) enum ColumnBuilder {
     Float64(Float64Builder),
     /// `Boolean` values.
     Boolean(BooleanBuilder),
-    /// `Utf8` values.
-    Utf8(StringBuilder),
+    /// `Utf8` values, gathered as bytes: a decoder checks a block's text for UTF-8 once
+    /// instead of field by field, and [`ColumnBuilder::finish`] checks the column's bytes in
+    /// one pass when it makes them a string array.
+    Utf8(BinaryBuilder),
     /// `Timestamp(Millisecond, None)` values.
     TimestampMs(TimestampMillisecondBuilder),
 }
@@ -35,7 +38,7 @@ impl ColumnBuilder {
             ColumnKind::Int64 => ColumnBuilder::Int64(Int64Builder::new()),
             ColumnKind::Float64 => ColumnBuilder::Float64(Float64Builder::new()),
             ColumnKind::Boolean => ColumnBuilder::Boolean(BooleanBuilder::new()),
-            ColumnKind::Utf8 => ColumnBuilder::Utf8(StringBuilder::new()),
+            ColumnKind::Utf8 => ColumnBuilder::Utf8(BinaryBuilder::new()),
             ColumnKind::TimestampMs => {
                 ColumnBuilder::TimestampMs(TimestampMillisecondBuilder::new())
             }
@@ -53,13 +56,43 @@ impl ColumnBuilder {
         }
     }
 
-    fn finish(&mut self) -> ArrayRef {
-        match self {
-            ColumnBuilder::Int64(b) => Arc::new(b.finish()),
-            ColumnBuilder::Float64(b) => Arc::new(b.finish()),
+    /// The column built so far; the builder starts again empty, with room for as many values
+    /// (and string bytes) as this column had, so that the next batch does not grow its buffers
+    /// by copying them again and again.
+    fn finish(&mut self) -> Result<ArrayRef, ArrowError> {
+        Ok(match self {
+            ColumnBuilder::Int64(b) => {
+                let array = b.finish();
+                *b = Int64Builder::with_capacity(array.len());
+                Arc::new(array)
+            }
+            ColumnBuilder::Float64(b) => {
+                let array = b.finish();
+                *b = Float64Builder::with_capacity(array.len());
+                Arc::new(array)
+            }
             ColumnBuilder::Boolean(b) => Arc::new(b.finish()),
-            ColumnBuilder::Utf8(b) => Arc::new(b.finish()),
-            ColumnBuilder::TimestampMs(b) => Arc::new(b.finish()),
+            ColumnBuilder::Utf8(b) => {
+                let bytes = b.finish();
+                *b = BinaryBuilder::with_capacity(bytes.len(), bytes.value_data().len());
+                Arc::new(StringArray::try_from_binary(bytes)?)
+            }
+            ColumnBuilder::TimestampMs(b) => {
+                let array = b.finish();
+                *b = TimestampMillisecondBuilder::with_capacity(array.len());
+                Arc::new(array)
+            }
+        })
+    }
+
+    /// Drops the values appended so far.
+    fn discard(&mut self) {
+        match self {
+            ColumnBuilder::Int64(b) => drop(b.finish()),
+            ColumnBuilder::Float64(b) => drop(b.finish()),
+            ColumnBuilder::Boolean(b) => drop(b.finish()),
+            ColumnBuilder::Utf8(b) => drop(b.finish()),
+            ColumnBuilder::TimestampMs(b) => drop(b.finish()),
         }
     }
 }
@@ -105,7 +138,7 @@ impl BatchBuilder {
     /// Discards every appended row.
     pub(crate) fn clear(&mut self) {
         for column in &mut self.columns {
-            column.finish();
+            column.discard();
         }
         self.keep.clear();
         self.dropped = 0;
@@ -114,9 +147,15 @@ impl BatchBuilder {
     /// Builds the batch of kept rows, `None` when there are none, and resets for the next call.
     pub(crate) fn finish(&mut self, file: &str) -> Result<Option<RecordBatch>, CodecError> {
         let rows = self.keep.len();
-        let arrays: Vec<ArrayRef> = self.columns.iter_mut().map(ColumnBuilder::finish).collect();
+        let arrays = self
+            .columns
+            .iter_mut()
+            .map(ColumnBuilder::finish)
+            .collect::<Result<Vec<_>, _>>();
         let keep = std::mem::take(&mut self.keep);
         let dropped = std::mem::replace(&mut self.dropped, 0);
+        // Only a decoder's bug makes a column fail (a string that is not UTF-8 it let through).
+        let arrays = arrays.map_err(|e| CodecError::internal(file, &e))?;
         if rows == dropped {
             return Ok(None);
         }

@@ -17,6 +17,34 @@ pub(crate) struct Rows<'a> {
     pub(crate) block: &'a Block,
     pub(crate) records: &'a [RecordMeta],
     pub(crate) buf: &'a [u8],
+    /// Whether the bytes all of the block's fields lie in are valid UTF-8 ([`text_is_utf8`]).
+    pub(crate) utf8: bool,
+}
+
+/// Whether the bytes from the block's first field to its last are valid UTF-8: checked once
+/// per block, vectorised, instead of field by field (which took a sixth of a plain query's
+/// time on Nexmark's bids). A field of such bytes that begins and ends with an ASCII byte is
+/// then valid UTF-8 on its own; any other goes through `from_utf8` alone.
+pub(crate) fn text_is_utf8(block: &Block, buf: &[u8]) -> bool {
+    let start = block.fields.iter().map(|f| f.start).min().unwrap_or(0);
+    let end = block.fields.iter().map(|f| f.end).max().unwrap_or(0);
+    buf.get(start..end)
+        .is_some_and(|text| simdutf8::basic::from_utf8(text).is_ok())
+}
+
+/// `text` as UTF-8 bytes, or `None` if it is not UTF-8; `utf8` says that the bytes around it
+/// are valid UTF-8 ([`text_is_utf8`]).
+#[inline]
+fn utf8_field(text: &[u8], utf8: bool) -> Option<&[u8]> {
+    let ascii_edges = match (text.first(), text.last()) {
+        (Some(first), Some(last)) => first.is_ascii() && last.is_ascii(),
+        _ => true,
+    };
+    if utf8 && ascii_edges {
+        Some(text)
+    } else {
+        std::str::from_utf8(text).ok().map(str::as_bytes)
+    }
 }
 
 /// Per-block verdicts: `ok[r]` says whether row `r` is still good; `reasons` holds
@@ -63,7 +91,7 @@ pub(crate) fn decode_column(
             field,
             column,
             verdicts,
-            |text| std::str::from_utf8(text).ok(),
+            |text| utf8_field(text, rows.utf8),
             |v| b.append_option(v),
         ),
     }

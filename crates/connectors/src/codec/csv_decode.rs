@@ -39,8 +39,8 @@ use arrow::record_batch::RecordBatch;
 
 use super::batch_builder::BatchBuilder;
 use super::bom::{BomSkipper, BomStep};
-use super::column::{resolve_columns, ColumnInfo};
-use super::csv_columns::{decode_column, Rows, Verdicts};
+use super::column::{resolve_columns, ColumnInfo, ColumnKind};
+use super::csv_columns::{decode_column, text_is_utf8, Rows, Verdicts};
 use super::csv_split::{is_plain, split_plain, Block, CoreSplitter, Finished, RecordMeta};
 use super::long_record::{cut_text, line_too_long, Skipping, DEFAULT_MAX_RECORD_BYTES};
 use super::window::{LineCursor, Window};
@@ -492,10 +492,12 @@ impl CsvDecoder {
             verdicts.ok.push(reason.is_none());
             verdicts.reasons.extend(reason.map(|r| (row, r)));
         }
+        let has_text = self.columns.iter().any(|c| c.kind == ColumnKind::Utf8);
         let rows = Rows {
             block: &self.block,
             records,
             buf,
+            utf8: has_text && text_is_utf8(&self.block, buf),
         };
         for ((column, builder), &field) in self
             .columns
@@ -1079,6 +1081,59 @@ mod tests {
             }
             chunks.push(&input[start..]);
             prop_assert_eq!(run(&chunks), whole);
+        }
+
+        /// A block's text is checked for UTF-8 once; a field is valid on its own only when
+        /// it does not cut a character. Here the delimiter is a UTF-8 continuation byte, so a
+        /// line that is valid UTF-8 can still hold fields that are not: each line must be
+        /// kept exactly when both its fields are valid UTF-8 by themselves.
+        #[test]
+        fn a_string_is_kept_exactly_when_it_is_utf8_by_itself(
+            input in proptest::collection::vec(
+                prop_oneof![
+                    Just(b'a'), Just(b'\n'), Just(0xa9), Just(0xc3), Just(0xe2), Just(0x80),
+                ],
+                0..200,
+            ),
+        ) {
+            let schema = Arc::new(Schema::new(vec![
+                Field::new("a", DataType::Utf8, true),
+                Field::new("b", DataType::Utf8, true),
+            ]));
+            let mut d = CsvDecoder::new(
+                Arc::clone(&schema),
+                CsvOptions { delimiter: 0xa9, has_header: false },
+            );
+            d.start_file("fuzz");
+            let mut input = input;
+            input.push(b'\n');
+            let out = d.decode(&input).expect("no quote, no reserved delimiter");
+            let mut batches: Vec<RecordBatch> = out.batch.into_iter().collect();
+            batches.extend(d.finish_file().expect("finish").batch);
+            let batch = concat_batches(&schema, &batches).expect("same schema");
+            let decoded: Vec<(String, String)> = (0..batch.num_rows())
+                .map(|row| {
+                    let text = |column: usize| {
+                        arrow::array::as_string_array(batch.column(column)).value(row).to_owned()
+                    };
+                    (text(0), text(1))
+                })
+                .collect();
+            let expected: Vec<(String, String)> = input
+                .split(|b| *b == b'\n')
+                .filter(|line| !line.is_empty())
+                .filter_map(|line| {
+                    let fields: Vec<&[u8]> = line.split(|b| *b == 0xa9).collect();
+                    match fields[..] {
+                        [a, b] => Some((
+                            std::str::from_utf8(a).ok()?.to_owned(),
+                            std::str::from_utf8(b).ok()?.to_owned(),
+                        )),
+                        _ => None,
+                    }
+                })
+                .collect();
+            prop_assert_eq!(decoded, expected);
         }
     }
 }

