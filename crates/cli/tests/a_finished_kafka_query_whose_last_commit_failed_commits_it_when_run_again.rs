@@ -67,6 +67,17 @@ fn a_finished_kafka_query_whose_last_commit_failed_commits_it_when_run_again() {
     let first = run();
     let said = String::from_utf8_lossy(&first.stderr).to_string();
     assert_ne!(first.status.code(), Some(0), "the commit failed: {said}");
+    // The run's error names the broker's reason, not only librdkafka's "Fatal error"
+    // (probe48 L1).
+    let error = said
+        .lines()
+        .filter(|l| l.starts_with("error:"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        error.contains("Transactional Id authorization failed"),
+        "{error}\n{said}"
+    );
     assert!(
         cluster.read_committed("out").is_empty(),
         "nothing committed: {said}"
@@ -167,4 +178,28 @@ fn a_finished_kafka_query_with_nothing_to_commit_is_finished_with_its_broker_dow
     let said = String::from_utf8_lossy(&again.stderr).to_string();
     assert_eq!(again.status.code(), Some(0), "{said}");
     assert!(said.contains("already finished"), "{said}");
+}
+
+/// probe48 M1: once the output topic's retention had deleted the records from where the
+/// finished checkpoint's read-back starts, running the query again waited 60 s and then
+/// blamed the servers' reach, every time. It now says at once what happened.
+#[test]
+fn a_finished_kafka_query_whose_output_retention_deleted_says_so_when_run_again() {
+    let (cluster, dir, servers, _) = prepared();
+    let first = run(dir.path(), &servers, &[]);
+    let said = String::from_utf8_lossy(&first.stderr).to_string();
+    assert_eq!(first.status.code(), Some(0), "{said}");
+
+    // The mock broker keeps a few megabytes a partition: the oldest records go.
+    let filler = vec!["x".repeat(500_000); 24];
+    cluster.produce("out", 1, &filler);
+    assert!(
+        cluster.low_watermark("out", 0) > 0,
+        "the broker deleted the first records"
+    );
+    let again = run(dir.path(), &servers, &[]);
+    let said = String::from_utf8_lossy(&again.stderr).to_string();
+    assert_ne!(again.status.code(), Some(0), "{said}");
+    assert!(said.contains("retention deleted them"), "{said}");
+    assert!(!said.contains("not reached in time"), "{said}");
 }

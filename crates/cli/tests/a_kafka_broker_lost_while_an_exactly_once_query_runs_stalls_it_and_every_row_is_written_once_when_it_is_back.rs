@@ -41,7 +41,8 @@ operator name = "out", type = "kafka" {
 "#;
 
 /// A mock cluster with topics `ref` and `out`, a directory with the query at full speed
-/// (`fast.flow`) and at 300 rows a second (`slow.flow`), the `--var` of the servers, and the
+/// (`fast.flow`), at 300 rows a second (`slow.flow`) and at 1 000 (`brisk.flow`), the `--var`
+/// of the servers, and the
 /// rows of a run without faults (into `ref`), sorted.
 fn prepared() -> (Cluster, tempfile::TempDir, String, Vec<String>) {
     let cluster = Cluster::start();
@@ -55,6 +56,7 @@ fn prepared() -> (Cluster, tempfile::TempDir, String, Vec<String>) {
     )
     .expect("q");
     std::fs::write(dir.path().join("slow.flow"), QUERY.replace("RATE", "300")).expect("q");
+    std::fs::write(dir.path().join("brisk.flow"), QUERY.replace("RATE", "1000")).expect("q");
     let servers = format!("SERVERS={}", cluster.servers());
     let mut args = vec!["run", "fast.flow", "--no-api", "-q", "--var", &servers];
     args.extend(["--var", "TOPIC=ref", "--checkpoint-dir", "ck-ref"]);
@@ -69,7 +71,13 @@ fn prepared() -> (Cluster, tempfile::TempDir, String, Vec<String>) {
 /// `anduin run slow.flow` into `out`, checkpointed into `ck`, its stderr (events and logs)
 /// into `log`.
 fn slow_run(dir: &Path, servers: &str, log: &Path) -> ChildGuard {
-    let mut args = vec!["run", "slow.flow", "--no-api", "--events", "-"];
+    run_of(dir, "slow.flow", "200ms", servers, log)
+}
+
+/// `anduin run FILE` into `out`, checkpointed into `ck` every `interval`, its stderr (events
+/// and logs) into `log`.
+fn run_of(dir: &Path, file: &str, interval: &str, servers: &str, log: &Path) -> ChildGuard {
+    let mut args = vec!["run", file, "--no-api", "--events", "-"];
     args.extend([
         "--var",
         servers,
@@ -78,7 +86,7 @@ fn slow_run(dir: &Path, servers: &str, log: &Path) -> ChildGuard {
         "--checkpoint-dir",
         "ck",
     ]);
-    args.extend(["--checkpoint-interval", "200ms"]);
+    args.extend(["--checkpoint-interval", interval]);
     ChildGuard(
         Command::new(env!("CARGO_BIN_EXE_anduin"))
             .args(&args)
@@ -190,6 +198,72 @@ fn a_stop_while_the_broker_is_lost_ends_the_run_as_a_stop_and_the_resumed_run_wr
     let log = dir.path().join("resumed.log");
     let mut resumed = slow_run(dir.path(), &servers, &log);
     let status = ended(&mut resumed, &log);
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(status.success(), "{said}");
+    let got = committed(&cluster);
+    assert_eq!(
+        got.len(),
+        expected.len(),
+        "rows lost or written twice: {said}"
+    );
+    assert_eq!(got, expected);
+}
+
+/// probe48 H1: a stop that comes after the input ended, while the commit of the last
+/// checkpoint waits for a lost broker, is a stop too. The run said "finished" and exited 0
+/// with none of its rows in the topic.
+#[test]
+fn a_stop_after_the_input_ended_while_the_last_commit_waits_for_the_broker_is_a_stop_not_a_finish()
+{
+    let (cluster, dir, servers, expected) = prepared();
+    let log = dir.path().join("run.log");
+    // No checkpoint before the input ends: the only one is the last, at its end.
+    let mut run = run_of(dir.path(), "brisk.flow", "1h", &servers, &log);
+    let said = || std::fs::read_to_string(&log).unwrap_or_default();
+    // Its transactional producer is started before its task.
+    wait_until_or_show(
+        "the run's task to start",
+        || said().contains(r#"{"event":"task_started""#),
+        said,
+    );
+    cluster.down();
+    let mut ended = None;
+    wait_until_or_show(
+        "the last checkpoint, and its commit to fail while the broker is lost",
+        || {
+            ended = run.0.try_wait().expect("waits");
+            ended.is_some()
+                || (said().contains(CHECKPOINT_COMPLETED)
+                    && said().contains("the sink tries again"))
+        },
+        said,
+    );
+    assert_eq!(
+        ended,
+        None,
+        "the run ended while the broker was lost: {}",
+        said()
+    );
+    let status = Command::new("kill")
+        .args(["-TERM", &run.pid().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let status = self::ended(&mut run, &log);
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(status.code(), Some(143), "a stop, not a finish: {said}");
+    assert!(said.contains("stopped after"), "{said}");
+    assert!(!said.contains("finished in"), "{said}");
+    assert!(
+        said.contains("but not all of it written") && said.contains("could not commit"),
+        "{said}"
+    );
+
+    // Run again once the broker is back, it commits what the last checkpoint holds, once.
+    cluster.up();
+    let log = dir.path().join("again.log");
+    let mut again = run_of(dir.path(), "brisk.flow", "1h", &servers, &log);
+    let status = self::ended(&mut again, &log);
     let said = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(status.success(), "{said}");
     let got = committed(&cluster);

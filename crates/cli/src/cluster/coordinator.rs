@@ -528,6 +528,25 @@ impl State {
 }
 
 impl Cluster {
+    /// Locks query `name`'s checkpoint directory in a local store as `anduin run` locks its
+    /// own (`LOCK` and the directory's `flock`), for as long as this coordinator runs the
+    /// query: an `anduin run --checkpoint-dir STORE/NAME` is then refused while it does, and
+    /// it runs no attempt while such a run holds the directory (probe48 H2: both ran, and
+    /// every row reached a Kafka topic twice). `None` where no such lock applies: an object
+    /// store, or a leader elected by a lease (the leader before it, paused, may still hold
+    /// the lock; the catalog's fence keeps the two apart).
+    pub fn lock_query_dir(
+        &self,
+        name: &str,
+    ) -> Result<Option<anduin_checkpoint::OwnerLock>, anduin_checkpoint::LockError> {
+        match &self.store {
+            ClusterStore::Shared(_) if self.silent_after.is_none() => {
+                anduin_checkpoint::OwnerLock::checkpoint_dir(&self.store.dir(name)).map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+
     /// Query `name`'s checkpoints as this leader begins, deletes and completes them: never by
     /// a leader whose lease may have run out, nor by one a later leader superseded (the
     /// catalog's fence: its objects' leader marks, or the shared state directory's `CURRENT`
@@ -1689,6 +1708,11 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
     if let Some(refused) = name_in_use(&cluster.lock(), &s.name) {
         return refused;
     }
+    // Before its old checkpoints are cleared or resumed from: an `anduin run` may use them.
+    let dir_lock = match cluster.lock_query_dir(&s.name) {
+        Ok(lock) => lock,
+        Err(e) => return Reply::Refused(format!("query \"{}\": {e}", s.name)),
+    };
     let dir = cluster.state_dir.join("queries").join(&s.name);
     let compiled = match driver::prepare(&dir, &s) {
         Ok(c) => c,
@@ -1818,7 +1842,7 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
     );
     state.feed(&name, &Input::Submitted);
     drop(state);
-    match spawn_driver(cluster, &name, compiled, false) {
+    match spawn_driver(cluster, &name, compiled, false, dir_lock) {
         Ok(()) => Reply::Submitted { query: name },
         Err(e) => Reply::Refused(format!("cannot start the query: {e:#}")),
     }
@@ -1829,20 +1853,23 @@ fn submit(cluster: &Arc<Cluster>, s: Submission) -> Reply {
 fn start_driver(cluster: &Arc<Cluster>, name: &str, s: &Submission, reattach: bool) -> Result<()> {
     let dir = cluster.state_dir.join("queries").join(name);
     let compiled = driver::prepare(&dir, s)?;
-    spawn_driver(cluster, name, compiled, reattach)
+    spawn_driver(cluster, name, compiled, reattach, None)
 }
 
+/// Starts the driver of query `name`; `dir_lock`: its checkpoint directory's lock, when the
+/// submission took it ([`Cluster::lock_query_dir`]; the driver takes it otherwise).
 fn spawn_driver(
     cluster: &Arc<Cluster>,
     name: &str,
     compiled: driver::Compiled,
     reattach: bool,
+    dir_lock: Option<anduin_checkpoint::OwnerLock>,
 ) -> Result<()> {
     let cluster2 = Arc::clone(cluster);
     let query = name.to_string();
     std::thread::Builder::new()
         .name(format!("anduin-driver-{name}"))
-        .spawn(move || driver::drive(&cluster2, &query, compiled, reattach))?;
+        .spawn(move || driver::drive(&cluster2, &query, compiled, reattach, dir_lock))?;
     Ok(())
 }
 

@@ -378,8 +378,16 @@ impl Outcome {
 /// Drives query `name` until it finishes, fails or is cancelled; `reattach`: its parts may
 /// still run, started by a coordinator before this one, and are taken over if they all
 /// report again.
-pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: bool) {
+pub fn drive(
+    cluster: &Arc<Cluster>,
+    name: &str,
+    compiled: Compiled,
+    reattach: bool,
+    dir_lock: Option<anduin_checkpoint::OwnerLock>,
+) {
     let dir = cluster.store.dir(name);
+    // Held until the query is over (this function returns).
+    let mut dir_lock = dir_lock;
     let mut number = cluster
         .lock()
         .queries
@@ -438,13 +446,17 @@ pub fn drive(cluster: &Arc<Cluster>, name: &str, compiled: Compiled, reattach: b
         }
         let outcome = if reattach {
             reattach = false;
-            match take_over(cluster, name, &compiled, &dir, number) {
+            match hold_query_dir(cluster, name, &mut dir_lock)
+                .and_then(|()| take_over(cluster, name, &compiled, &dir, number))
+            {
                 Ok(o) => o,
                 Err(e) => Outcome::failed(format!("{e:#}")),
             }
         } else {
             number += 1;
-            match attempt(cluster, name, &compiled, &dir, number) {
+            match hold_query_dir(cluster, name, &mut dir_lock)
+                .and_then(|()| attempt(cluster, name, &compiled, &dir, number))
+            {
                 Ok(o) => o,
                 Err(e) => Outcome::failed(format!("{e:#}")),
             }
@@ -674,6 +686,19 @@ fn failed_before(
 
 /// Waits `wait` before the next attempt of query `name`; false if it was cancelled (or is
 /// gone) meanwhile.
+/// Takes query `name`'s checkpoint directory lock unless `held` has it: an attempt fails
+/// (and is tried again as a failure is) while an `anduin run` holds the directory.
+fn hold_query_dir(
+    cluster: &Cluster,
+    name: &str,
+    held: &mut Option<anduin_checkpoint::OwnerLock>,
+) -> Result<()> {
+    if held.is_none() {
+        *held = cluster.lock_query_dir(name)?;
+    }
+    Ok(())
+}
+
 fn back_off(cluster: &Cluster, name: &str, wait: Duration) -> bool {
     // At most a year (`RestartPolicy`): the clock can add it.
     let until = Instant::now() + wait;

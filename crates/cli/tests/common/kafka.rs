@@ -102,6 +102,18 @@ impl Cluster {
             .expect("every record is acknowledged");
     }
 
+    /// The first offset partition `partition` of `topic` still holds.
+    pub fn low_watermark(&self, topic: &str, partition: i32) -> i64 {
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", self.servers())
+            .create()
+            .expect("a consumer");
+        consumer
+            .fetch_watermarks(topic, partition, Duration::from_secs(10))
+            .expect("watermarks")
+            .0
+    }
+
     /// Every value of `topic` up to its end as of now, as a `read_committed` consumer sees
     /// them, partition by partition.
     pub fn read_committed(&self, topic: &str) -> Vec<String> {

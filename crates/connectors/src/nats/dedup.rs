@@ -202,9 +202,30 @@ pub(crate) fn subjects_overlap(a: &str, b: &str) -> bool {
     }
 }
 
+/// How far a checkpoint taken at `taken_at_ms` (wall clock) is beyond a stream's duplicate
+/// window at `now_ms`, if it is: the first rows written after it, written again by a run
+/// resumed from it now, may be stored twice (the stream forgot their ids).
+pub(crate) fn beyond_window(taken_at_ms: u64, now_ms: u64, window: Duration) -> Option<Duration> {
+    let age = Duration::from_millis(now_ms.saturating_sub(taken_at_ms));
+    (age > window).then(|| age - window)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_checkpoint_older_than_the_duplicate_window_is_beyond_it_by_the_difference() {
+        let window = Duration::from_secs(120);
+        assert_eq!(beyond_window(1_000, 61_000, window), None);
+        assert_eq!(beyond_window(1_000, 121_000, window), None);
+        assert_eq!(
+            beyond_window(1_000, 131_000, window),
+            Some(Duration::from_secs(10))
+        );
+        // A clock that went back: not beyond.
+        assert_eq!(beyond_window(50_000, 1_000, window), None);
+    }
 
     #[test]
     fn a_subject_with_a_wildcard_inside_a_token_or_before_the_end_is_no_subject() {

@@ -22,7 +22,9 @@ use async_nats::jetstream::context::PublishAckFuture;
 use async_nats::jetstream::message::PublishMessage;
 
 use super::connection::Connection;
-use super::dedup::{check_window, fresh_lineage, message_id, resumed_lineage, WindowCheck};
+use super::dedup::{
+    beyond_window, check_window, fresh_lineage, message_id, resumed_lineage, WindowCheck,
+};
 use super::error::NatsError;
 use crate::kafka::encode::RowEncoder;
 
@@ -57,6 +59,10 @@ struct Inline {
     /// `None` in a checkpoint of an older anduin, or from a runner that does not say.
     #[serde(default)]
     query: Option<String>,
+    /// When the checkpoint was taken (wall clock, ms since the epoch); `None` in a
+    /// checkpoint of an older anduin.
+    #[serde(default)]
+    taken_at_ms: Option<u64>,
 }
 
 /// Rows stored and rows the stream dropped as duplicates.
@@ -82,6 +88,8 @@ pub(crate) struct NatsSink {
     fresh: bool,
     /// Whether it said that a fresh start met duplicates.
     warned: bool,
+    /// How long the stream keeps message ids.
+    window: Duration,
     next_row: u64,
     /// Publishes not yet acknowledged, in order.
     pending: Vec<PublishAckFuture>,
@@ -138,6 +146,7 @@ impl NatsSink {
             restore_epoch: ctx.restore_epoch.map_or(0, |e| e.0),
             fresh: true,
             warned: false,
+            window,
             next_row: 0,
             pending: Vec::new(),
             acked: Acked::default(),
@@ -216,6 +225,13 @@ impl NatsSink {
     }
 }
 
+/// The wall clock in milliseconds since the epoch (0 before it).
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, millis)
+}
+
 /// `d` in milliseconds, for messages.
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
@@ -292,6 +308,7 @@ impl Operator for NatsSink {
             lineage: self.lineage.clone(),
             next_row: self.next_row,
             query: self.digest.clone(),
+            taken_at_ms: Some(now_ms()),
         };
         out.inline_typed(&self.config.name, &inline)
     }
@@ -311,6 +328,22 @@ impl Operator for NatsSink {
             );
             self.fresh = false;
             self.next_row = inline.next_row;
+            // probe48 M3: resumed after the window, rows may be stored twice; say so.
+            let beyond = inline
+                .taken_at_ms
+                .and_then(|t| beyond_window(t, now_ms(), self.window));
+            if let Some(beyond) = beyond {
+                tracing::warn!(
+                    operator = %self.config.name,
+                    stream = %self.config.stream,
+                    epoch = state.epoch.0,
+                    window_s = self.window.as_secs_f64(),
+                    beyond_s = beyond.as_secs_f64(),
+                    "checkpoint {} was taken more than the stream's duplicate window ago ({:.0} s beyond it): the rows written after it and written again now may be stored twice (exactly once holds only for a run resumed within the window; raise the stream's duplicate window to cover the longest outage)",
+                    state.epoch.0,
+                    beyond.as_secs_f64()
+                );
+            }
         }
         Ok(())
     }

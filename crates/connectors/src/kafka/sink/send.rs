@@ -106,10 +106,17 @@ impl KafkaSink {
                     return Err(self.too_large(r))
                 }
                 Err((e, _)) => {
+                    // A fatal error says only "Fatal error"; its cause is the client's
+                    // (probe48 L1: "Transactional Id authorization failed" was only in
+                    // librdkafka's log lines).
+                    let cause = match self.producer.client().fatal_error() {
+                        Some((code, reason)) => format!("{e}: {reason} ({code:?})"),
+                        None => e.to_string(),
+                    };
                     return Err(KafkaError::client(
                         format!("producing to topic `{}`", self.config.topic),
-                        e,
-                    ))
+                        cause,
+                    ));
                 }
             }
         }
