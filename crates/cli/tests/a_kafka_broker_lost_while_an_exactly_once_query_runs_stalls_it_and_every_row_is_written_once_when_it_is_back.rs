@@ -144,6 +144,42 @@ fn ended(run: &mut ChildGuard, log: &Path) -> std::process::ExitStatus {
     ended.expect("it ended")
 }
 
+/// Stops `run` with SIGTERM while its sink cannot commit; asserts that it ends as a stop
+/// (exit 143) whose last line names the rows the sink could not commit; what it said.
+fn stopped_with_rows_uncommitted(run: &mut ChildGuard, log: &Path) -> String {
+    let status = Command::new("kill")
+        .args(["-TERM", &run.pid().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let status = ended(run, log);
+    let said = std::fs::read_to_string(log).unwrap_or_default();
+    assert_eq!(status.code(), Some(143), "a stop: {said}");
+    assert!(said.contains("stopped after"), "{said}");
+    // Its last line says so too (it once said everything read was written).
+    assert!(
+        said.contains("but not all of it written") && said.contains("could not commit"),
+        "{said}"
+    );
+    assert!(!said.contains("processed and written"), "{said}");
+    said
+}
+
+/// Waits for `run`, run again once the broker is back, to end well; asserts that `out` then
+/// holds the rows of the run without faults, once each.
+fn writes_every_row_once(cluster: &Cluster, run: &mut ChildGuard, log: &Path, expected: &[String]) {
+    let status = ended(run, log);
+    let said = std::fs::read_to_string(log).unwrap_or_default();
+    assert!(status.success(), "{said}");
+    let got = committed(cluster);
+    assert_eq!(
+        got.len(),
+        expected.len(),
+        "rows lost or written twice: {said}"
+    );
+    assert_eq!(got, expected);
+}
+
 /// What `out` holds, as a `read_committed` consumer reads it, sorted.
 fn committed(cluster: &Cluster) -> Vec<String> {
     let mut got = cluster.read_committed("out");
@@ -174,39 +210,16 @@ fn a_stop_while_the_broker_is_lost_ends_the_run_as_a_stop_and_the_resumed_run_wr
 ) {
     let (cluster, dir, servers, expected) = prepared();
     let (mut run, log) = lost_while_running(&cluster, dir.path(), &servers);
-    let status = Command::new("kill")
-        .args(["-TERM", &run.pid().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(status.success());
-    let status = ended(&mut run, &log);
-    let said = std::fs::read_to_string(&log).unwrap_or_default();
-    assert_eq!(status.code(), Some(143), "a stop, not a failure: {said}");
-    assert!(said.contains("stopped after"), "{said}");
+    let said = stopped_with_rows_uncommitted(&mut run, &log);
     assert!(
         said.contains("not committed: the run stops while the Kafka broker is lost"),
         "{said}"
     );
-    // Its last line says so too (it once said everything read was written).
-    assert!(
-        said.contains("but not all of it written") && said.contains("could not commit"),
-        "{said}"
-    );
-    assert!(!said.contains("processed and written"), "{said}");
 
     cluster.up();
     let log = dir.path().join("resumed.log");
     let mut resumed = slow_run(dir.path(), &servers, &log);
-    let status = ended(&mut resumed, &log);
-    let said = std::fs::read_to_string(&log).unwrap_or_default();
-    assert!(status.success(), "{said}");
-    let got = committed(&cluster);
-    assert_eq!(
-        got.len(),
-        expected.len(),
-        "rows lost or written twice: {said}"
-    );
-    assert_eq!(got, expected);
+    writes_every_row_once(&cluster, &mut resumed, &log, &expected);
 }
 
 /// probe48 H1: a stop that comes after the input ended, while the commit of the last
@@ -244,33 +257,12 @@ fn a_stop_after_the_input_ended_while_the_last_commit_waits_for_the_broker_is_a_
         "the run ended while the broker was lost: {}",
         said()
     );
-    let status = Command::new("kill")
-        .args(["-TERM", &run.pid().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(status.success());
-    let status = self::ended(&mut run, &log);
-    let said = std::fs::read_to_string(&log).unwrap_or_default();
-    assert_eq!(status.code(), Some(143), "a stop, not a finish: {said}");
-    assert!(said.contains("stopped after"), "{said}");
+    let said = stopped_with_rows_uncommitted(&mut run, &log);
     assert!(!said.contains("finished in"), "{said}");
-    assert!(
-        said.contains("but not all of it written") && said.contains("could not commit"),
-        "{said}"
-    );
 
     // Run again once the broker is back, it commits what the last checkpoint holds, once.
     cluster.up();
     let log = dir.path().join("again.log");
     let mut again = run_of(dir.path(), "brisk.flow", "1h", &servers, &log);
-    let status = self::ended(&mut again, &log);
-    let said = std::fs::read_to_string(&log).unwrap_or_default();
-    assert!(status.success(), "{said}");
-    let got = committed(&cluster);
-    assert_eq!(
-        got.len(),
-        expected.len(),
-        "rows lost or written twice: {said}"
-    );
-    assert_eq!(got, expected);
+    writes_every_row_once(&cluster, &mut again, &log, &expected);
 }

@@ -14,12 +14,18 @@ use std::process::{Command, Stdio};
 
 const HELD: &str = "is in use by another anduin run";
 
+/// A directory with `slow.flow` (a generator that runs until stopped), and a cluster of one
+/// worker.
+fn setup() -> (tempfile::TempDir, LocalCluster) {
+    let work = tempfile::tempdir().expect("tempdir");
+    std::fs::write(work.path().join("slow.flow"), SLOW_GENERATOR).expect("query");
+    (work, LocalCluster::start(1, 4))
+}
+
 #[test]
 fn an_embedded_run_on_the_directory_of_a_query_the_cluster_runs_is_refused() {
-    let work = tempfile::tempdir().expect("tempdir");
+    let (work, cluster) = setup();
     let dir = work.path();
-    std::fs::write(dir.join("slow.flow"), SLOW_GENERATOR).expect("query");
-    let cluster = LocalCluster::start(1, 4);
     let out = dir.join("cluster.csv").display().to_string();
     let _submitted = cluster.submit(
         dir,
@@ -58,10 +64,8 @@ fn an_embedded_run_on_the_directory_of_a_query_the_cluster_runs_is_refused() {
 
 #[test]
 fn a_submission_of_a_query_whose_directory_an_embedded_run_holds_is_refused_and_clears_nothing() {
-    let work = tempfile::tempdir().expect("tempdir");
+    let (work, cluster) = setup();
     let dir = work.path();
-    std::fs::write(dir.join("slow.flow"), SLOW_GENERATOR).expect("query");
-    let cluster = LocalCluster::start(1, 4);
     let store = cluster.checkpoints("held");
     let mut embedded = ChildGuard(
         Command::new(env!("CARGO_BIN_EXE_anduin"))
