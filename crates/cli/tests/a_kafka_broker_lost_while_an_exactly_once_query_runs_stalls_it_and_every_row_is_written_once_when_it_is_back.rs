@@ -77,7 +77,8 @@ fn slow_run(dir: &Path, servers: &str, log: &Path) -> ChildGuard {
 /// `anduin run FILE` into `out`, checkpointed into `ck` every `interval`, its stderr (events
 /// and logs) into `log`.
 fn run_of(dir: &Path, file: &str, interval: &str, servers: &str, log: &Path) -> ChildGuard {
-    let mut args = vec!["run", file, "--no-api", "--events", "-"];
+    // Its API on a port the system picks (`anduin ctl stop`).
+    let mut args = vec!["run", file, "--events", "-"];
     args.extend([
         "--var",
         servers,
@@ -152,9 +153,16 @@ fn stopped_with_rows_uncommitted(run: &mut ChildGuard, log: &Path) -> String {
         .status()
         .expect("kill runs");
     assert!(status.success());
+    ended_with_rows_uncommitted(run, log, 143)
+}
+
+/// Asserts that `run` ends as a stop, with exit status `code`, whose last line names the
+/// rows the sink could not commit; what it said.
+fn ended_with_rows_uncommitted(run: &mut ChildGuard, log: &Path, code: i32) -> String {
     let status = ended(run, log);
     let said = std::fs::read_to_string(log).unwrap_or_default();
-    assert_eq!(status.code(), Some(143), "a stop: {said}");
+    assert_eq!(status.code(), Some(code), "a stop: {said}");
+    assert!(!said.contains("finished in"), "{said}");
     assert!(said.contains("stopped after"), "{said}");
     // Its last line says so too (it once said everything read was written).
     assert!(
@@ -222,16 +230,17 @@ fn a_stop_while_the_broker_is_lost_ends_the_run_as_a_stop_and_the_resumed_run_wr
     writes_every_row_once(&cluster, &mut resumed, &log, &expected);
 }
 
-/// probe48 H1: a stop that comes after the input ended, while the commit of the last
-/// checkpoint waits for a lost broker, is a stop too. The run said "finished" and exited 0
-/// with none of its rows in the topic.
-#[test]
-fn a_stop_after_the_input_ended_while_the_last_commit_waits_for_the_broker_is_a_stop_not_a_finish()
-{
-    let (cluster, dir, servers, expected) = prepared();
-    let log = dir.path().join("run.log");
+/// Starts `brisk.flow`, takes the broker down once its task started, and waits until its
+/// input ended, its last checkpoint completed and the commit of that checkpoint failed (the
+/// run must still be running); the run and its log.
+fn waiting_for_the_last_commit(
+    cluster: &Cluster,
+    dir: &Path,
+    servers: &str,
+) -> (ChildGuard, PathBuf) {
+    let log = dir.join("run.log");
     // No checkpoint before the input ends: the only one is the last, at its end.
-    let mut run = run_of(dir.path(), "brisk.flow", "1h", &servers, &log);
+    let mut run = run_of(dir, "brisk.flow", "1h", servers, &log);
     let said = || std::fs::read_to_string(&log).unwrap_or_default();
     // Its transactional producer is started before its task.
     wait_until_or_show(
@@ -257,12 +266,45 @@ fn a_stop_after_the_input_ended_while_the_last_commit_waits_for_the_broker_is_a_
         "the run ended while the broker was lost: {}",
         said()
     );
-    let said = stopped_with_rows_uncommitted(&mut run, &log);
-    assert!(!said.contains("finished in"), "{said}");
+    (run, log)
+}
 
-    // Run again once the broker is back, it commits what the last checkpoint holds, once.
+/// probe48 H1: a stop that comes after the input ended, while the commit of the last
+/// checkpoint waits for a lost broker, is a stop too. The run said "finished" and exited 0
+/// with none of its rows in the topic.
+#[test]
+fn a_stop_after_the_input_ended_while_the_last_commit_waits_for_the_broker_is_a_stop_not_a_finish()
+{
+    let (cluster, dir, servers, expected) = prepared();
+    let (mut run, log) = waiting_for_the_last_commit(&cluster, dir.path(), &servers);
+    stopped_with_rows_uncommitted(&mut run, &log);
+    again_writes_every_row_once(&cluster, dir.path(), &servers, &expected);
+}
+
+/// probe49: the same stop asked through the API (`anduin ctl stop`) said "finished", then
+/// failed the run. It is a stop as well (exit 0, as for any stop through the API).
+#[test]
+fn a_stop_through_the_api_after_the_input_ended_while_the_last_commit_waits_is_a_stop_too() {
+    let (cluster, dir, servers, expected) = prepared();
+    let (mut run, log) = waiting_for_the_last_commit(&cluster, dir.path(), &servers);
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    let api = said
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("api: http://"))
+        .expect("the run serves its API")
+        .to_string();
+    let stopped = common::ctl(dir.path(), &api, &["stop", "brisk"]);
+    assert!(stopped.status.success(), "{stopped:?}");
+    let said = ended_with_rows_uncommitted(&mut run, &log, 0);
+    assert!(said.contains("stopped through the API"), "{said}");
+    again_writes_every_row_once(&cluster, dir.path(), &servers, &expected);
+}
+
+/// `brisk.flow` run again once the broker is back: it commits what its last checkpoint
+/// holds, once.
+fn again_writes_every_row_once(cluster: &Cluster, dir: &Path, servers: &str, expected: &[String]) {
     cluster.up();
-    let log = dir.path().join("again.log");
-    let mut again = run_of(dir.path(), "brisk.flow", "1h", &servers, &log);
-    writes_every_row_once(&cluster, &mut again, &log, &expected);
+    let log = dir.join("again.log");
+    let mut again = run_of(dir, "brisk.flow", "1h", servers, &log);
+    writes_every_row_once(cluster, &mut again, &log, expected);
 }

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -209,6 +209,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         args.events.as_deref(),
     )?;
     let stop = Arc::new(AtomicBool::new(false));
+    // Set by a signal or by `anduin ctl stop`, read again once the run is over.
+    let stop_asked = Arc::clone(&stop);
     // Emptied now that it is this run's alone.
     let events = crate::events::open(args.events.as_deref(), Arc::clone(&stop))?;
     let mut lineage = None;
@@ -340,11 +342,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             return Err(e);
         }
     };
-    // A stop that came after every input ended, while a sink waited to commit the last
-    // checkpoint (a Kafka broker lost), left rows uncommitted: the run did not finish, it was
-    // stopped (probe48 H1: it said "finished" and exited 0 with the rows not in the topic).
+    // A stop (a signal, or `anduin ctl stop`: probe49) that came after every input ended,
+    // while a sink waited to commit the last checkpoint (a Kafka broker lost), left rows
+    // uncommitted: the run did not finish, it was stopped (probe48 H1: it said "finished" and
+    // exited 0 with the rows not in the topic).
     let uncommitted = uncommitted_rows(&summary);
-    if !summary.stopped && uncommitted > 0 && signals.received().is_some() {
+    if !summary.stopped && uncommitted > 0 && stop_asked.load(Ordering::SeqCst) {
         summary.stopped = true;
     }
     if !args.quiet {
