@@ -103,21 +103,70 @@ fn run_of(dir: &Path, file: &str, interval: &str, servers: &str, log: &Path) -> 
 /// Starts the slow run, takes the broker down after its first checkpoint, and waits until a
 /// commit fails on it (the run must still be running); the run and its log.
 fn lost_while_running(cluster: &Cluster, dir: &Path, servers: &str) -> (ChildGuard, PathBuf) {
+    lost_once(
+        cluster,
+        dir,
+        servers,
+        ("slow.flow", "200ms"),
+        ("the run's first checkpoint", &|s| {
+            s.contains(CHECKPOINT_COMPLETED)
+        }),
+        ("a commit to fail while the broker is lost", &|s| {
+            s.contains("the sink tries again")
+        }),
+    )
+}
+
+/// Starts `brisk.flow`, takes the broker down once its task started, and waits until its
+/// input ended, its last checkpoint completed and the commit of that checkpoint failed (the
+/// run must still be running); the run and its log.
+fn waiting_for_the_last_commit(
+    cluster: &Cluster,
+    dir: &Path,
+    servers: &str,
+) -> (ChildGuard, PathBuf) {
+    lost_once(
+        cluster,
+        dir,
+        servers,
+        // No checkpoint before the input ends: the only one is the last, at its end.
+        ("brisk.flow", "1h"),
+        // Its transactional producer is started before its task.
+        ("the run's task to start", &|s| {
+            s.contains(r#"{"event":"task_started""#)
+        }),
+        (
+            "the last checkpoint, and its commit to fail while the broker is lost",
+            &|s| s.contains(CHECKPOINT_COMPLETED) && s.contains("the sink tries again"),
+        ),
+    )
+}
+
+/// What a run's log says, for a wait: what is awaited, and whether the log shows it.
+type Awaited<'a> = (&'a str, &'a dyn Fn(&str) -> bool);
+
+/// Starts `(file, checkpoint interval)` into `run.log`, takes the broker down once the log
+/// shows `before`, and waits until it shows `lost` (the run must still be running); the run
+/// and its log.
+fn lost_once(
+    cluster: &Cluster,
+    dir: &Path,
+    servers: &str,
+    (file, interval): (&str, &str),
+    before: Awaited<'_>,
+    lost: Awaited<'_>,
+) -> (ChildGuard, PathBuf) {
     let log = dir.join("run.log");
-    let mut run = slow_run(dir, servers, &log);
+    let mut run = run_of(dir, file, interval, servers, &log);
     let said = || std::fs::read_to_string(&log).unwrap_or_default();
-    wait_until_or_show(
-        "the run's first checkpoint",
-        || said().contains(CHECKPOINT_COMPLETED),
-        said,
-    );
+    wait_until_or_show(before.0, || before.1(&said()), said);
     cluster.down();
     let mut ended = None;
     wait_until_or_show(
-        "a commit to fail while the broker is lost (or the run to end)",
+        lost.0,
         || {
             ended = run.0.try_wait().expect("waits");
-            ended.is_some() || said().contains("the sink tries again")
+            ended.is_some() || lost.1(&said())
         },
         said,
     );
@@ -228,45 +277,6 @@ fn a_stop_while_the_broker_is_lost_ends_the_run_as_a_stop_and_the_resumed_run_wr
     let log = dir.path().join("resumed.log");
     let mut resumed = slow_run(dir.path(), &servers, &log);
     writes_every_row_once(&cluster, &mut resumed, &log, &expected);
-}
-
-/// Starts `brisk.flow`, takes the broker down once its task started, and waits until its
-/// input ended, its last checkpoint completed and the commit of that checkpoint failed (the
-/// run must still be running); the run and its log.
-fn waiting_for_the_last_commit(
-    cluster: &Cluster,
-    dir: &Path,
-    servers: &str,
-) -> (ChildGuard, PathBuf) {
-    let log = dir.join("run.log");
-    // No checkpoint before the input ends: the only one is the last, at its end.
-    let mut run = run_of(dir, "brisk.flow", "1h", servers, &log);
-    let said = || std::fs::read_to_string(&log).unwrap_or_default();
-    // Its transactional producer is started before its task.
-    wait_until_or_show(
-        "the run's task to start",
-        || said().contains(r#"{"event":"task_started""#),
-        said,
-    );
-    cluster.down();
-    let mut ended = None;
-    wait_until_or_show(
-        "the last checkpoint, and its commit to fail while the broker is lost",
-        || {
-            ended = run.0.try_wait().expect("waits");
-            ended.is_some()
-                || (said().contains(CHECKPOINT_COMPLETED)
-                    && said().contains("the sink tries again"))
-        },
-        said,
-    );
-    assert_eq!(
-        ended,
-        None,
-        "the run ended while the broker was lost: {}",
-        said()
-    );
-    (run, log)
 }
 
 /// probe48 H1: a stop that comes after the input ended, while the commit of the last

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, BinaryBuilder, BooleanArray, BooleanBuilder, Float64Builder, Int64Builder,
-    StringArray, TimestampMillisecondBuilder,
+    Array, ArrayRef, ArrowPrimitiveType, BinaryBuilder, BooleanArray, BooleanBuilder,
+    Float64Builder, Int64Builder, PrimitiveBuilder, StringArray, TimestampMillisecondBuilder,
 };
 use arrow::compute::FilterBuilder;
 use arrow::datatypes::SchemaRef;
@@ -61,40 +61,24 @@ impl ColumnBuilder {
     /// by copying them again and again.
     fn finish(&mut self) -> Result<ArrayRef, ArrowError> {
         Ok(match self {
-            ColumnBuilder::Int64(b) => {
-                let array = b.finish();
-                *b = Int64Builder::with_capacity(array.len());
-                Arc::new(array)
-            }
-            ColumnBuilder::Float64(b) => {
-                let array = b.finish();
-                *b = Float64Builder::with_capacity(array.len());
-                Arc::new(array)
-            }
+            ColumnBuilder::Int64(b) => finish_primitive(b),
+            ColumnBuilder::Float64(b) => finish_primitive(b),
             ColumnBuilder::Boolean(b) => Arc::new(b.finish()),
             ColumnBuilder::Utf8(b) => {
                 let bytes = b.finish();
                 *b = BinaryBuilder::with_capacity(bytes.len(), bytes.value_data().len());
                 Arc::new(StringArray::try_from_binary(bytes)?)
             }
-            ColumnBuilder::TimestampMs(b) => {
-                let array = b.finish();
-                *b = TimestampMillisecondBuilder::with_capacity(array.len());
-                Arc::new(array)
-            }
+            ColumnBuilder::TimestampMs(b) => finish_primitive(b),
         })
     }
+}
 
-    /// Drops the values appended so far.
-    fn discard(&mut self) {
-        match self {
-            ColumnBuilder::Int64(b) => drop(b.finish()),
-            ColumnBuilder::Float64(b) => drop(b.finish()),
-            ColumnBuilder::Boolean(b) => drop(b.finish()),
-            ColumnBuilder::Utf8(b) => drop(b.finish()),
-            ColumnBuilder::TimestampMs(b) => drop(b.finish()),
-        }
-    }
+/// [`ColumnBuilder::finish`] of a primitive column.
+fn finish_primitive<T: ArrowPrimitiveType>(b: &mut PrimitiveBuilder<T>) -> ArrayRef {
+    let array = b.finish();
+    *b = PrimitiveBuilder::with_capacity(array.len());
+    Arc::new(array)
 }
 
 /// All output columns of a decoder plus which rows survive.
@@ -138,7 +122,8 @@ impl BatchBuilder {
     /// Discards every appended row.
     pub(crate) fn clear(&mut self) {
         for column in &mut self.columns {
-            column.discard();
+            // Nothing of it is kept: a column that would not build is dropped all the same.
+            drop(column.finish());
         }
         self.keep.clear();
         self.dropped = 0;
