@@ -4,12 +4,24 @@
 //! DataFusion's `date_format` is an alias of `to_char`, whose format is chrono's
 //! (`'%Y-%m-%d'`): given Flink's pattern it would return the pattern's letters unchanged
 //! (`yyyy-MM-dd` for every row), silently. This `date_format` replaces that alias: its
-//! pattern, a literal, is translated to chrono's when the expression is compiled (a letter it
-//! does not know is an error there), and the call becomes `to_char(ts, '<chrono format>')`.
-//! `to_char` stays as DataFusion has it. The time is of UTC, as anduin's timestamps are.
+//! pattern, a literal, is checked when the expression is compiled (a letter it does not
+//! know is an error there) and translated to chrono's once per batch; `to_char` stays as
+//! DataFusion has it. The time is of UTC, as anduin's timestamps are (of a timestamp's own
+//! zone, if it has one, as `to_char` does).
+//!
+//! It formats as `to_char` would, but faster: chrono's format is parsed once per batch, not
+//! once per row, and a row in the same second as the row before (a pattern without
+//! milliseconds) repeats that row's text without formatting it again; the many rows of one
+//! second of a stream cost a comparison each.
 
-use arrow::datatypes::DataType;
-use datafusion_common::{plan_err, Result, ScalarValue};
+use std::fmt::Write;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, StringBuilder};
+use arrow::datatypes::{DataType, TimeUnit};
+use chrono::format::{Item, StrftimeItems};
+use chrono::{DateTime, TimeZone};
+use datafusion_common::{exec_err, plan_err, DataFusionError, Result, ScalarValue};
 use datafusion_expr::simplify::{ExprSimplifyResult, SimplifyContext};
 use datafusion_expr::{
     ColumnarValue, Expr, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
@@ -133,8 +145,9 @@ impl ScalarUDFImpl for DateFormat {
         }
     }
 
-    /// Becomes `to_char(ts, '<chrono format>')`: the pattern must be a literal.
-    fn simplify(&self, mut args: Vec<Expr>, _info: &SimplifyContext) -> Result<ExprSimplifyResult> {
+    /// Checks the pattern when the expression is compiled: it must be a literal, of letters
+    /// [`chrono_format`] knows. The call stays as it is.
+    fn simplify(&self, args: Vec<Expr>, _info: &SimplifyContext) -> Result<ExprSimplifyResult> {
         let pattern = match args.get(1) {
             Some(Expr::Literal(
                 ScalarValue::Utf8(Some(p))
@@ -148,19 +161,113 @@ impl ScalarUDFImpl for DateFormat {
                 )
             }
         };
-        let format = match chrono_format(&pattern) {
-            Ok(f) => f,
-            Err(e) => return plan_err!("date_format: {e}"),
-        };
-        args[1] = Expr::Literal(ScalarValue::Utf8(Some(format)), None);
-        let to_char = datafusion_functions::datetime::to_char();
-        Ok(ExprSimplifyResult::Simplified(to_char.call(args)))
+        match chrono_format(&pattern) {
+            Ok(_) => Ok(ExprSimplifyResult::Original(args)),
+            Err(e) => plan_err!("date_format: {e}"),
+        }
     }
 
-    /// Never called: [`DateFormat::simplify`] replaces every call when it is compiled.
-    fn invoke_with_args(&self, _args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        plan_err!("date_format is evaluated as to_char: its call was not simplified")
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let [ts, pattern] = args.args.as_slice() else {
+            return exec_err!("date_format takes two arguments, a timestamp and a pattern");
+        };
+        let pattern = match pattern {
+            ColumnarValue::Scalar(
+                ScalarValue::Utf8(Some(p))
+                | ScalarValue::Utf8View(Some(p))
+                | ScalarValue::LargeUtf8(Some(p)),
+            ) => p,
+            _ => {
+                return exec_err!(
+                    "date_format takes its pattern as a literal: DATE_FORMAT(ts, 'yyyy-MM-dd')"
+                )
+            }
+        };
+        let format = chrono_format(pattern)
+            .map_err(|e| DataFusionError::Execution(format!("date_format: {e}")))?;
+        let items = StrftimeItems::new(&format).parse().map_err(|e| {
+            DataFusionError::Execution(format!(
+                "date_format: the pattern `{pattern}` as chrono's `{format}`: {e}"
+            ))
+        })?;
+        // Only `SSS` gives a text finer than the second.
+        let whole_seconds = !format.contains("%3f");
+        match ts {
+            ColumnarValue::Array(a) => Ok(ColumnarValue::Array(format_times(
+                a,
+                &items,
+                whole_seconds,
+            )?)),
+            ColumnarValue::Scalar(s) => {
+                let text = format_times(&s.to_array()?, &items, whole_seconds)?;
+                Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
+                    &text, 0,
+                )?))
+            }
+        }
     }
+}
+
+/// The texts of `times` (timestamps of any unit and zone, or dates) in chrono's `items`;
+/// `whole_seconds` when the items show nothing finer than a second.
+fn format_times(times: &ArrayRef, items: &[Item<'_>], whole_seconds: bool) -> Result<ArrayRef> {
+    let (unit, zone) = match times.data_type() {
+        DataType::Timestamp(unit, zone) => (*unit, zone.clone()),
+        DataType::Date32 => {
+            let days = arrow::compute::cast(times, &DataType::Timestamp(TimeUnit::Second, None))?;
+            return format_times(&days, items, whole_seconds);
+        }
+        DataType::Date64 => {
+            let ms =
+                arrow::compute::cast(times, &DataType::Timestamp(TimeUnit::Millisecond, None))?;
+            return format_times(&ms, items, whole_seconds);
+        }
+        other => return exec_err!("date_format takes a timestamp or a date, not {other}"),
+    };
+    let per_second: i64 = match unit {
+        TimeUnit::Second => 1,
+        TimeUnit::Millisecond => 1_000,
+        TimeUnit::Microsecond => 1_000_000,
+        TimeUnit::Nanosecond => 1_000_000_000,
+    };
+    let zone: Option<arrow::array::timezone::Tz> = zone.map(|z| z.parse()).transpose()?;
+    let values = arrow::compute::cast(times, &DataType::Int64)?;
+    let values = values.as_primitive::<arrow::datatypes::Int64Type>();
+    let mut out = StringBuilder::with_capacity(values.len(), values.len() * 8);
+    // The key (the second, or the value) of the last text written, and the text.
+    let mut last: Option<i64> = None;
+    let mut text = String::new();
+    for v in values.iter() {
+        let Some(v) = v else {
+            out.append_null();
+            continue;
+        };
+        let (second, within) = (v.div_euclid(per_second), v.rem_euclid(per_second));
+        let key = if whole_seconds { second } else { v };
+        if last != Some(key) {
+            let nanos =
+                u32::try_from(within * (1_000_000_000 / per_second)).expect("below a second");
+            let Some(utc) = DateTime::from_timestamp(second, nanos) else {
+                return exec_err!("date_format: the timestamp {v} ({unit:?}) is out of range");
+            };
+            text.clear();
+            let written = match &zone {
+                Some(z) => write!(
+                    text,
+                    "{}",
+                    z.from_utc_datetime(&utc.naive_utc())
+                        .format_with_items(items.iter())
+                ),
+                None => write!(text, "{}", utc.naive_utc().format_with_items(items.iter())),
+            };
+            if written.is_err() {
+                return exec_err!("date_format: the timestamp {v} ({unit:?}) cannot be formatted");
+            }
+            last = Some(key);
+        }
+        out.append_value(&text);
+    }
+    Ok(Arc::new(out.finish()))
 }
 
 #[cfg(test)]

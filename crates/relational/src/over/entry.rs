@@ -147,7 +147,9 @@ mod tests {
         ];
         let mut group = Group::new(&plans);
         group.rows = 2;
-        group.accs[1] = Acc::Values([(vec![1, 2], 2)].into_iter().collect());
+        group.accs[1] = Acc::Values(crate::group::acc::Ordered::Ints(
+            [(7, 2)].into_iter().collect(),
+        ));
         let mut p = Partition::new(group);
         p.hold(
             -5,
