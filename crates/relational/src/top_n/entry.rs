@@ -20,8 +20,8 @@ pub(crate) fn encode(p: &Partition) -> Vec<u8> {
     if let Some(t) = p.pending {
         out.extend_from_slice(&t.to_le_bytes());
     }
-    put_varint(&mut out, p.rows.len() as u64);
-    for (sort, rows) in &p.rows {
+    put_varint(&mut out, p.sort_keys() as u64);
+    for (sort, rows) in p.lists() {
         put_bytes(&mut out, sort);
         put_varint(&mut out, rows.len() as u64);
         for r in rows {
@@ -46,7 +46,6 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<Partition> {
     };
     let keys = get_varint(&mut r)?;
     let mut rows = BTreeMap::new();
-    let mut len = 0;
     for _ in 0..keys {
         let sort = get_bytes(&mut r)?;
         let n = usize::try_from(get_varint(&mut r)?).ok()?;
@@ -58,15 +57,12 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<Partition> {
         for _ in 0..n {
             list.push(get_bytes(&mut r)?);
         }
-        len += n;
         rows.insert(sort, list);
     }
-    r.is_empty().then_some(Partition {
-        rows,
-        len,
-        emitted: flags & EMITTED != 0,
-        pending,
-    })
+    let mut p = Partition::of(rows);
+    p.emitted = flags & EMITTED != 0;
+    p.pending = pending;
+    r.is_empty().then_some(p)
 }
 
 fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
@@ -101,10 +97,7 @@ mod tests {
         for cut in 0..bytes.len() {
             assert!(decode(&bytes[..cut]).is_none(), "truncated at {cut}");
         }
-        let marked = Partition {
-            emitted: true,
-            ..Partition::default()
-        };
+        let marked = Partition::emitted();
         assert_eq!(decode(&encode(&marked)), Some(marked));
     }
 }

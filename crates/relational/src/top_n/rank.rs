@@ -32,7 +32,7 @@ pub(crate) enum Ties {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Partition {
     /// Rows by sort key; those of one sort key in rank order.
-    pub rows: BTreeMap<Box<[u8]>, Vec<Box<[u8]>>>,
+    rows: Held,
     /// How many rows `rows` holds.
     pub len: usize,
     /// Keep-first deduplication: the partition's row was emitted, and every later row of it
@@ -42,58 +42,191 @@ pub(crate) struct Partition {
     pub pending: Option<i64>,
 }
 
+/// A partition's rows by sort key ([`Partition::lists`]).
+pub(crate) type Lists<'a> = Box<dyn Iterator<Item = (&'a [u8], &'a [Box<[u8]>])> + 'a>;
+
+/// The rows of a partition: most partitions of a deduplication or a top-1 hold one, which
+/// takes no sorted map (a map's first node has room for eleven).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+enum Held {
+    #[default]
+    None,
+    /// One row: its sort key and values.
+    One { sort: Box<[u8]>, row: Box<[u8]> },
+    /// Two rows or more, by sort key; those of one sort key in rank order.
+    Many(BTreeMap<Box<[u8]>, Vec<Box<[u8]>>>),
+}
+
 impl Partition {
+    /// A partition of the rows `rows` (by sort key, each key's in rank order, none empty).
+    pub(crate) fn of(rows: BTreeMap<Box<[u8]>, Vec<Box<[u8]>>>) -> Self {
+        let len = rows.values().map(Vec::len).sum();
+        let mut p = Self {
+            rows: Held::Many(rows),
+            len,
+            ..Self::default()
+        };
+        p.settle();
+        p
+    }
+
+    /// The mark of a keep-first partition whose row was emitted: no row, and every later
+    /// row of its key dropped.
+    pub(crate) fn emitted() -> Self {
+        Self {
+            emitted: true,
+            ..Self::default()
+        }
+    }
+
+    /// Keeps one row or none without a map.
+    fn settle(&mut self) {
+        let Held::Many(map) = &mut self.rows else {
+            return;
+        };
+        match self.len {
+            0 => self.rows = Held::None,
+            1 => {
+                if let Some((sort, mut list)) = map.pop_first() {
+                    if let Some(row) = list.pop() {
+                        self.rows = Held::One { sort, row };
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The rows by sort key, those of one sort key in rank order.
+    pub(crate) fn lists(&self) -> Lists<'_> {
+        match &self.rows {
+            Held::None => Box::new(std::iter::empty()),
+            Held::One { sort, row } => {
+                Box::new(std::iter::once((&sort[..], std::slice::from_ref(row))))
+            }
+            Held::Many(map) => Box::new(map.iter().map(|(s, l)| (&s[..], &l[..]))),
+        }
+    }
+
+    /// How many sort keys the rows have.
+    pub(crate) fn sort_keys(&self) -> usize {
+        match &self.rows {
+            Held::None => 0,
+            Held::One { .. } => 1,
+            Held::Many(map) => map.len(),
+        }
+    }
+
+    /// The first row's sort key.
+    pub(crate) fn first_sort(&self) -> Option<&[u8]> {
+        match &self.rows {
+            Held::None => None,
+            Held::One { sort, .. } => Some(sort),
+            Held::Many(map) => map.first_key_value().map(|(s, _)| &s[..]),
+        }
+    }
+
+    /// Drops every row.
+    pub(crate) fn clear(&mut self) {
+        self.rows = Held::None;
+        self.len = 0;
+    }
+
     /// Adds a row with sort key `sort` and values `row`.
     pub(crate) fn add(&mut self, sort: &[u8], row: &[u8], ties: Ties) {
-        let list = match self.rows.get_mut(sort) {
+        self.len += 1;
+        let map = match &mut self.rows {
+            Held::None => {
+                self.rows = Held::One {
+                    sort: sort.into(),
+                    row: row.into(),
+                };
+                return;
+            }
+            Held::One { .. } => {
+                let Held::One { sort: s, row: r } = std::mem::take(&mut self.rows) else {
+                    unreachable!("matched as one row above")
+                };
+                self.rows = Held::Many(BTreeMap::from([(s, vec![r])]));
+                let Held::Many(map) = &mut self.rows else {
+                    unreachable!("set just above")
+                };
+                map
+            }
+            Held::Many(map) => map,
+        };
+        let list = match map.get_mut(sort) {
             Some(list) => list,
-            None => self.rows.entry(sort.into()).or_default(),
+            None => map.entry(sort.into()).or_default(),
         };
         match ties {
             Ties::Earliest => list.push(row.into()),
             Ties::Latest => list.insert(0, row.into()),
         }
-        self.len += 1;
     }
 
     /// Takes out the first row of sort key `sort` equal to `row`; whether one was held.
     pub(crate) fn take(&mut self, sort: &[u8], row: &[u8]) -> bool {
-        let Some(list) = self.rows.get_mut(sort) else {
-            return false;
-        };
-        let Some(i) = list.iter().position(|r| **r == *row) else {
-            return false;
-        };
-        list.remove(i);
-        if list.is_empty() {
-            self.rows.remove(sort);
+        match &mut self.rows {
+            Held::None => return false,
+            Held::One { sort: s, row: r } => {
+                if **s != *sort || **r != *row {
+                    return false;
+                }
+                self.rows = Held::None;
+            }
+            Held::Many(map) => {
+                let Some(list) = map.get_mut(sort) else {
+                    return false;
+                };
+                let Some(i) = list.iter().position(|r| **r == *row) else {
+                    return false;
+                };
+                list.remove(i);
+                if list.is_empty() {
+                    map.remove(sort);
+                }
+            }
         }
         self.len -= 1;
+        self.settle();
         true
     }
 
     /// Drops every row ranked after the first `n` (of an append-only input, which can never
     /// rank among the first `n` again).
     pub(crate) fn trim(&mut self, n: usize) {
-        while self.len > n {
-            let Some(mut last) = self.rows.last_entry() else {
-                return;
-            };
-            let over = self.len - n;
-            let list = last.get_mut();
-            if list.len() <= over {
-                self.len -= list.len();
-                last.remove();
-            } else {
-                list.truncate(list.len() - over);
-                self.len = n;
+        if self.len <= n {
+            return;
+        }
+        if let Held::Many(map) = &mut self.rows {
+            while self.len > n {
+                let Some(mut last) = map.last_entry() else {
+                    break;
+                };
+                let over = self.len - n;
+                let list = last.get_mut();
+                if list.len() <= over {
+                    self.len -= list.len();
+                    last.remove();
+                } else {
+                    list.truncate(list.len() - over);
+                    self.len = n;
+                }
             }
+            self.settle();
+        } else {
+            self.clear();
         }
     }
 
     /// The values of the first `n` rows, in rank order.
     pub(crate) fn top(&self, n: usize) -> Top {
-        self.rows.values().flatten().take(n).cloned().collect()
+        self.lists()
+            .flat_map(|(_, l)| l.iter())
+            .take(n)
+            .cloned()
+            .collect()
     }
 
     /// Whether the partition keeps nothing (no row, no mark of an emitted row).
@@ -204,6 +337,67 @@ mod tests {
         assert_eq!(latest.top(1), [b("y")]);
     }
 
+    /// Seeded adds, retractions and trims on a partition give the rows of a naive list
+    /// ranked by sort key then arrival, and a partition of one row holds no map.
+    #[test]
+    fn a_partition_ranks_as_a_naive_list_whether_it_holds_one_row_or_many() {
+        let mut seed: u64 = 0x70b;
+        let mut next = move |n: u64| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % n
+        };
+        for ties in [Ties::Earliest, Ties::Latest] {
+            let mut p = Partition::default();
+            // (sort, arrival, row)
+            let mut naive: Vec<(Box<[u8]>, u64, Box<[u8]>)> = Vec::new();
+            for step in 0..3_000u64 {
+                let sort: Box<[u8]> = [next(4) as u8].into();
+                let row: Box<[u8]> = [next(3) as u8].into();
+                match next(10) {
+                    0..=4 => {
+                        p.add(&sort, &row, ties);
+                        let arrival = match ties {
+                            Ties::Earliest => step,
+                            Ties::Latest => u64::MAX - step,
+                        };
+                        naive.push((sort, arrival, row));
+                    }
+                    5..=8 => {
+                        let first = naive
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, (s, _, r))| *s == sort && *r == row)
+                            .min_by_key(|(_, (_, a, _))| *a)
+                            .map(|(i, _)| i);
+                        assert_eq!(p.take(&sort, &row), first.is_some(), "step {step}");
+                        if let Some(i) = first {
+                            naive.remove(i);
+                        }
+                    }
+                    _ => {
+                        let n = next(4) as usize;
+                        p.trim(n);
+                        naive.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+                        naive.truncate(n);
+                    }
+                }
+                naive.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+                let want: Vec<Box<[u8]>> = naive.iter().map(|(_, _, r)| r.clone()).collect();
+                assert_eq!(p.top(usize::MAX), want, "{ties:?} step {step}");
+                assert_eq!(p.len, naive.len());
+                assert_eq!(
+                    matches!(p.rows, Held::One { .. }),
+                    p.len == 1,
+                    "step {step}"
+                );
+                assert_eq!(p.rows == Held::None, p.len == 0, "step {step}");
+                assert_eq!(p.first_sort(), naive.first().map(|(s, _, _)| &s[..]));
+            }
+        }
+    }
+
     #[test]
     fn trimming_keeps_the_first_rows_across_sort_keys() {
         let mut p = Partition::default();
@@ -213,7 +407,7 @@ mod tests {
         p.trim(2);
         assert_eq!((p.top(9), p.len), (vec![b("a"), b("b")], 2));
         p.trim(0);
-        assert!(p.is_empty() && p.rows.is_empty());
+        assert!(p.is_empty() && p.rows == Held::None);
     }
 
     #[test]

@@ -189,10 +189,7 @@ impl TopN {
                 continue;
             }
             let sort = sort.row(i);
-            if p.rows
-                .first_key_value()
-                .is_some_and(|(s, _)| **s <= *sort.as_ref())
-            {
+            if p.first_sort().is_some_and(|s| *s <= *sort.as_ref()) {
                 continue;
             }
             // A null time sorts first, and waits for the next watermark.
@@ -200,8 +197,7 @@ impl TopN {
             if let Some(old) = p.pending.replace(t) {
                 self.pending.remove(&(old, Box::from(key)));
             }
-            p.rows.clear();
-            p.len = 0;
+            p.clear();
             p.add(sort.as_ref(), values.row(i).as_ref(), Ties::Earliest);
             self.pending.insert((t, key.into()));
             self.ttl.wrote(key, 0);
@@ -230,10 +226,7 @@ impl TopN {
                 rank: 1,
                 kind: ChangeKind::Insert,
             }));
-            *p = Partition {
-                emitted: true,
-                ..Partition::default()
-            };
+            *p = Partition::emitted();
             self.dirty.insert(key);
         }
         if emitted.is_empty() {
