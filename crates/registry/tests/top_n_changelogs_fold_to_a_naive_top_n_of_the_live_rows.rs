@@ -280,6 +280,23 @@ fn check(batches: &[Vec<Step>], shape: Shape, restart_at: Option<(usize, bool)>)
             (&expected.ranked, &expected.rows),
             "after batch {i} of {shape:?} {batches:?}"
         );
+        // Every live row of an updating input is held; of an append-only one, the first
+        // `limit` of each partition.
+        let held = if shape.updating {
+            live.len()
+        } else {
+            let limit = if shape.keep_last { 1 } else { shape.limit };
+            let mut per: BTreeMap<i64, usize> = BTreeMap::new();
+            for r in &live {
+                *per.entry(if shape.keys { r.0 } else { 0 }).or_default() += 1;
+            }
+            per.values().map(|n| (*n).min(limit)).sum()
+        };
+        let metrics: BTreeMap<_, _> = op.metrics().into_iter().collect();
+        assert_eq!(
+            metrics["rows_held"], held as u64,
+            "after batch {i} of {shape:?} {batches:?}"
+        );
     }
     op.on_end_of_input(&mut folded).expect("ends");
 }

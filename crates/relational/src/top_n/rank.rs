@@ -351,7 +351,8 @@ mod tests {
         for ties in [Ties::Earliest, Ties::Latest] {
             let mut p = Partition::default();
             // (sort, arrival, row)
-            let mut naive: Vec<(Box<[u8]>, u64, Box<[u8]>)> = Vec::new();
+            type Naive = Vec<(Box<[u8]>, u64, Box<[u8]>)>;
+            let mut naive: Naive = Vec::new();
             for step in 0..3_000u64 {
                 let sort: Box<[u8]> = [next(4) as u8].into();
                 let row: Box<[u8]> = [next(3) as u8].into();

@@ -53,6 +53,9 @@ pub(crate) struct TopN {
     unmatched_retractions: u64,
     /// Keep-first: rows dropped because their key's row was emitted already.
     duplicates_dropped: u64,
+    /// How many rows the partitions hold, kept as they change (a sum over millions of
+    /// partitions at each reading of the metrics would cost more than the rows).
+    rows_held: usize,
 }
 
 impl TopN {
@@ -71,7 +74,13 @@ impl TopN {
             table,
             unmatched_retractions: 0,
             duplicates_dropped: 0,
+            rows_held: 0,
         })
+    }
+
+    /// Counts the rows held again, after the partitions were replaced (a restore, a rescale).
+    fn recount(&mut self) {
+        self.rows_held = self.partitions.values().map(|p| p.len).sum();
     }
 
     /// Writes the partitions changed since the last checkpoint to the table (deleting those
@@ -97,12 +106,19 @@ impl TopN {
     /// keep-first partition's row waiting for the watermark with it: a partition seen again
     /// starts empty, its rows emitted before not retracted.
     fn expire(&mut self) {
-        let (partitions, dirty, pending) =
-            (&mut self.partitions, &mut self.dirty, &mut self.pending);
+        let (partitions, dirty, pending, held) = (
+            &mut self.partitions,
+            &mut self.dirty,
+            &mut self.pending,
+            &mut self.rows_held,
+        );
         self.ttl.tick();
         self.ttl.sweep(|key, _| {
-            if let Some(t) = partitions.remove(key).and_then(|p| p.pending) {
-                pending.remove(&(t, Box::from(key)));
+            if let Some(p) = partitions.remove(key) {
+                *held -= p.len;
+                if let Some(t) = p.pending {
+                    pending.remove(&(t, Box::from(key)));
+                }
             }
             dirty.insert(key.into());
         });
@@ -136,15 +152,19 @@ impl TopN {
             let (sort, row) = (sort.row(i), values.row(i));
             if *add {
                 let p = self.partitions.entry_ref(key).or_default();
+                let before = p.len;
                 p.add(sort.as_ref(), row.as_ref(), ties);
                 if append_only {
                     p.trim(limit);
                 }
-            } else if !self
+                self.rows_held = (self.rows_held + p.len).saturating_sub(before);
+            } else if self
                 .partitions
                 .get_mut(key)
                 .is_some_and(|p| p.take(sort.as_ref(), row.as_ref()))
             {
+                self.rows_held = self.rows_held.saturating_sub(1);
+            } else {
                 self.unmatched_retractions += 1;
             }
         }
@@ -197,6 +217,7 @@ impl TopN {
             if let Some(old) = p.pending.replace(t) {
                 self.pending.remove(&(old, Box::from(key)));
             }
+            self.rows_held = (self.rows_held + 1).saturating_sub(p.len);
             p.clear();
             p.add(sort.as_ref(), values.row(i).as_ref(), Ties::Earliest);
             self.pending.insert((t, key.into()));
@@ -226,6 +247,7 @@ impl TopN {
                 rank: 1,
                 kind: ChangeKind::Insert,
             }));
+            self.rows_held = self.rows_held.saturating_sub(p.len);
             *p = Partition::emitted();
             self.dirty.insert(key);
         }
@@ -341,6 +363,7 @@ impl Operator for TopN {
             },
         )?;
         self.index_pending();
+        self.recount();
         Ok(())
     }
 
@@ -361,6 +384,7 @@ impl Operator for TopN {
         self.ttl
             .retain(|key| !retracting::given_away(table, ranges, key));
         self.index_pending();
+        self.recount();
         retracting::given(&self.setup.name, pieces, self.unmatched_retractions)
     }
 
@@ -397,14 +421,14 @@ impl Operator for TopN {
         }
         self.ttl.taken(incoming, &mut self.table)?;
         self.index_pending();
+        self.recount();
         Ok(())
     }
 
     fn metrics(&self) -> Vec<(&'static str, u64)> {
-        let rows: usize = self.partitions.values().map(|p| p.len).sum();
         let mut metrics = vec![
             ("partitions", self.partitions.len() as u64),
-            ("rows_held", rows as u64),
+            ("rows_held", self.rows_held as u64),
             ("unmatched_retractions", self.unmatched_retractions),
         ];
         if self.setup.mode == Mode::KeepFirst {
