@@ -220,6 +220,14 @@ impl Partition {
         }
     }
 
+    /// The values of the first `n` rows, in rank order, borrowed.
+    pub(crate) fn top_refs(&self, n: usize) -> Vec<&[u8]> {
+        self.lists()
+            .flat_map(|(_, l)| l.iter().map(|r| &r[..]))
+            .take(n)
+            .collect()
+    }
+
     /// The values of the first `n` rows, in rank order.
     pub(crate) fn top(&self, n: usize) -> Top {
         self.lists()
@@ -253,9 +261,9 @@ pub(crate) struct Change {
 /// list is deleted and a row that entered it inserted (multisets: a row held twice that
 /// stays twice changes nothing), except that a list of one row replaced by another (a
 /// deduplication) is an update; the rank given is then the row's place in its list.
-pub(crate) fn changes(
+pub(crate) fn changes<A: AsRef<[u8]>>(
     before: &[Box<[u8]>],
-    after: &[Box<[u8]>],
+    after: &[A],
     ranked: bool,
     out: &mut Vec<Change>,
 ) {
@@ -267,13 +275,13 @@ pub(crate) fn changes(
     if ranked {
         for i in 0..before.len().max(after.len()) {
             match (before.get(i), after.get(i)) {
-                (Some(b), Some(a)) if b == a => {}
+                (Some(b), Some(a)) if **b == *a.as_ref() => {}
                 (Some(b), Some(a)) => {
                     out.push(change(b, i, ChangeKind::UpdateBefore));
-                    out.push(change(a, i, ChangeKind::UpdateAfter));
+                    out.push(change(a.as_ref(), i, ChangeKind::UpdateAfter));
                 }
                 (Some(b), None) => out.push(change(b, i, ChangeKind::Delete)),
-                (None, Some(a)) => out.push(change(a, i, ChangeKind::Insert)),
+                (None, Some(a)) => out.push(change(a.as_ref(), i, ChangeKind::Insert)),
                 (None, None) => {}
             }
         }
@@ -283,7 +291,7 @@ pub(crate) fn changes(
     let mut kept = vec![false; after.len()];
     let mut gone = Vec::new();
     for (i, b) in before.iter().enumerate() {
-        match (0..after.len()).find(|j| !kept[*j] && after[*j] == *b) {
+        match (0..after.len()).find(|j| !kept[*j] && *after[*j].as_ref() == **b) {
             Some(j) => kept[j] = true,
             None => gone.push(i),
         }
@@ -291,14 +299,14 @@ pub(crate) fn changes(
     let came: Vec<usize> = (0..after.len()).filter(|j| !kept[*j]).collect();
     if let ([b], [a], 1, 1) = (gone.as_slice(), came.as_slice(), before.len(), after.len()) {
         out.push(change(&before[*b], 0, ChangeKind::UpdateBefore));
-        out.push(change(&after[*a], 0, ChangeKind::UpdateAfter));
+        out.push(change(after[*a].as_ref(), 0, ChangeKind::UpdateAfter));
         return;
     }
     for i in gone {
         out.push(change(&before[i], i, ChangeKind::Delete));
     }
     for j in came {
-        out.push(change(&after[j], j, ChangeKind::Insert));
+        out.push(change(after[j].as_ref(), j, ChangeKind::Insert));
     }
 }
 
@@ -424,7 +432,7 @@ mod tests {
             ]
         );
         out.clear();
-        changes(&[b("9")], &[], true, &mut out);
+        changes::<Box<[u8]>>(&[b("9")], &[], true, &mut out);
         assert_eq!(kinds(&out), [("9".into(), 1, Delete)]);
     }
 

@@ -173,7 +173,7 @@ impl TopN {
             let after = self
                 .partitions
                 .get(key)
-                .map_or_else(Vec::new, |p| p.top(limit));
+                .map_or_else(Vec::new, |p| p.top_refs(limit));
             changes(&before, &after, self.setup.ranked, &mut emitted);
             if self.partitions.get(key).is_some_and(Partition::is_empty) {
                 self.partitions.remove(key);
