@@ -31,3 +31,5 @@ pub mod window;
 mod checkpoint_tests;
 #[cfg(test)]
 mod exhaustion_tests;
+#[cfg(test)]
+mod test_rng;

@@ -956,13 +956,8 @@ mod tests {
     /// a checkpoint of either is the same bytes and reads as the other.
     #[test]
     fn a_multiset_of_ints_kept_as_ints_is_the_one_kept_in_row_format() {
-        let mut seed: u64 = 0x5eed;
-        let mut next = move |n: u64| {
-            seed = seed
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (seed >> 33) % n
-        };
+        let mut rng = crate::test_rng::Lcg::new(0x5eed);
+        let mut next = |n: u64| rng.below(n);
         let values: Vec<Option<i64>> = (0..64)
             .map(|_| match next(10) {
                 0 => None,

@@ -158,13 +158,8 @@ enum Step {
 /// A seeded script: batches of both sides with times that mostly ascend (some late), keys
 /// among a few (some null), and watermarks.
 fn script(seed: u64) -> Vec<Step> {
-    let mut state = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-    let mut next = |n: u64| {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (state >> 33) % n
-    };
+    let mut rng = crate::test_rng::Lcg::scrambled(seed);
+    let mut next = |n: u64| rng.below(n);
     let mut steps = Vec::new();
     let mut t = 0i64;
     let mut value = 0i64;

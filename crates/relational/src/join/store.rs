@@ -848,13 +848,8 @@ mod tests {
     #[test]
     fn keys_hold_and_prune_the_rows_a_naive_map_of_lists_does() {
         for seed in 0..40u64 {
-            let mut state = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-            let mut next = |n: u64| {
-                state = state
-                    .wrapping_mul(6_364_136_223_846_793_005)
-                    .wrapping_add(1_442_695_040_888_963_407);
-                (state >> 33) % n
-            };
+            let mut rng = crate::test_rng::Lcg::scrambled(seed);
+            let mut next = |n: u64| rng.below(n);
             let mut keys = Keys::default();
             let mut naive = Naive::new();
             let (mut t, mut row) = (0i64, 0usize);

@@ -53,13 +53,8 @@ impl Collector for Out {
 
 /// Rows `(ts, key)` a little out of time order, keys in no order, from a seeded generator.
 fn input(seed: u64, n: usize) -> Vec<(i64, i64)> {
-    let mut x = seed;
-    let mut next = || {
-        x = x
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (x >> 33) as i64
-    };
+    let mut rng = crate::test_rng::Lcg::new(seed);
+    let mut next = || rng.bits();
     (0..n as i64)
         .map(|i| (i / 2 + next() % 3, next() % 12))
         .collect()

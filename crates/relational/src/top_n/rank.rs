@@ -349,13 +349,8 @@ mod tests {
     /// ranked by sort key then arrival, and a partition of one row holds no map.
     #[test]
     fn a_partition_ranks_as_a_naive_list_whether_it_holds_one_row_or_many() {
-        let mut seed: u64 = 0x70b;
-        let mut next = move |n: u64| {
-            seed = seed
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (seed >> 33) % n
-        };
+        let mut rng = crate::test_rng::Lcg::new(0x70b);
+        let mut next = |n: u64| rng.below(n);
         for ties in [Ties::Earliest, Ties::Latest] {
             let mut p = Partition::default();
             // (sort, arrival, row)

@@ -6,13 +6,8 @@ use super::lateness_tests::{restore, rows, watermark, window, Memory, Out, Resul
 
 /// Rows `(ts, key)` in time order with keys in no order, from a seeded generator.
 fn input(seed: u64, n: usize) -> Vec<(i64, i64)> {
-    let mut x = seed;
-    let mut next = || {
-        x = x
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (x >> 33) as i64
-    };
+    let mut rng = crate::test_rng::Lcg::new(seed);
+    let mut next = || rng.bits();
     let mut ts = 0;
     (0..n)
         .map(|_| {
