@@ -414,14 +414,18 @@ impl Operator for Aggregate {
         let stepped = self.step_users(&mut work, &ids, &columns, &filters, &adds, &applied);
         let setup = &self.setup;
         let after = stepped.and_then(|()| self.results(&keys, &work));
-        // Put the groups back (before stopping on an error, so that the state stays whole).
+        // Put the groups back (before stopping on an error, so that the state stays whole),
+        // each key's bytes copied only for a group not marked changed yet.
         let rows_after: Vec<bool> = work.iter().map(|g| g.rows > 0).collect();
-        for (key, group) in touched.iter().zip(work) {
-            if group.rows > 0 {
-                self.groups.insert(key.clone(), group);
+        let groups_touched = touched.len();
+        for (key, group) in touched.into_iter().zip(work) {
+            self.ttl.wrote(&key, 0);
+            if !self.dirty.contains(&key) {
+                self.dirty.insert(key.clone());
             }
-            self.ttl.wrote(key, 0);
-            self.dirty.insert(key.clone());
+            if group.rows > 0 {
+                self.groups.insert(key, group);
+            }
         }
         let (before, after) = (before?, after?);
         let (was, is) = (
@@ -440,7 +444,7 @@ impl Operator for Aggregate {
         // One change per group: (batch, row) to take, and its kind.
         let mut picks: Vec<(usize, usize)> = Vec::new();
         let mut kinds: Vec<i8> = Vec::new();
-        for g in 0..touched.len() {
+        for g in 0..groups_touched {
             match (was[g], is[g]) {
                 (true, true) if rows_b.row(g) == rows_a.row(g) => {}
                 (true, true) => {
