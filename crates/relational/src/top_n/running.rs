@@ -115,7 +115,7 @@ impl TopN {
         self.ttl.tick();
         self.ttl.sweep(|key, _| {
             if let Some(p) = partitions.remove(key) {
-                *held -= p.len;
+                *held = held.saturating_sub(p.len);
                 if let Some(t) = p.pending {
                     pending.remove(&(t, Box::from(key)));
                 }
