@@ -52,7 +52,8 @@ pub(crate) fn gather(
 ) -> Result<Pairs, OperatorError> {
     let n = keys.num_rows();
     let parser = converter.parser();
-    let mut gathered = converter.empty_rows(0, 0);
+    // The held rows themselves, not a copy of their bytes: decoded once, below.
+    let mut gathered = Vec::new();
     let mut pairs = Pairs {
         rows: Vec::new(),
         held: Vec::new(),
@@ -76,7 +77,7 @@ pub(crate) fn gather(
     pairs.starts.push(pairs.rows.len());
     if !pairs.rows.is_empty() {
         pairs.columns = converter
-            .convert_rows(gathered.iter())
+            .convert_rows(gathered)
             .map_err(|e| internal(operator, e))?;
     }
     Ok(pairs)
