@@ -182,7 +182,8 @@ pub(crate) struct AggPlan {
 impl AggPlan {
     /// The plan of aggregate `fun` over an argument of type `arg`.
     pub(crate) fn new(fun: Fun, arg: &DataType) -> Result<Self, String> {
-        let values = if fun.keeps_values() {
+        // A multiset of ints needs no converter: its values are their own bytes (`int_row`).
+        let values = if fun.keeps_values() && !int_kept(arg) {
             Some(Arc::new(
                 RowConverter::new(vec![SortField::new(arg.clone())]).map_err(|e| e.to_string())?,
             ))
@@ -282,56 +283,50 @@ impl AggPlan {
             // A value held already is counted without a key allocated for it.
             (Acc::Values(Ordered::Rows(set)), Column::Values(rows, a)) if a.is_valid(i) => {
                 let v = rows.row(i);
-                let v = v.as_ref();
-                match set.get_mut(v) {
-                    Some(c) if add => *c += 1,
-                    None if add => {
-                        set.insert(v.to_vec(), 1);
+                match count(set.get_mut(v.as_ref()), add) {
+                    Step::New => {
+                        set.insert(v.as_ref().to_vec(), 1);
                     }
-                    Some(c) if *c > 1 => *c -= 1,
-                    Some(_) => {
-                        set.remove(v);
+                    Step::Gone => {
+                        set.remove(v.as_ref());
                     }
-                    None => {}
+                    Step::Counted => {}
                 }
             }
             (Acc::Distinct(Distinct::Rows(set)), Column::Values(rows, a)) if a.is_valid(i) => {
                 let v = rows.row(i);
-                let v = v.as_ref();
-                match set.get_mut(v) {
-                    Some(c) if add => *c += 1,
-                    None if add => {
-                        set.insert(v.into(), 1);
+                match count(set.get_mut(v.as_ref()), add) {
+                    Step::New => {
+                        set.insert(v.as_ref().into(), 1);
                     }
-                    Some(c) if *c > 1 => *c -= 1,
-                    Some(_) => {
-                        set.remove(v);
+                    Step::Gone => {
+                        set.remove(v.as_ref());
                     }
-                    None => {}
+                    Step::Counted => {}
                 }
             }
             (Acc::Values(Ordered::Ints(set)), Column::Ints(a)) if a.is_valid(i) => {
                 let v = a.value(i);
-                if add {
-                    *set.entry(v).or_insert(0) += 1;
-                } else if let std::collections::btree_map::Entry::Occupied(mut c) = set.entry(v) {
-                    if *c.get() > 1 {
-                        *c.get_mut() -= 1;
-                    } else {
-                        c.remove();
+                match count(set.get_mut(&v), add) {
+                    Step::New => {
+                        set.insert(v, 1);
                     }
+                    Step::Gone => {
+                        set.remove(&v);
+                    }
+                    Step::Counted => {}
                 }
             }
             (Acc::Distinct(Distinct::Ints(set)), Column::Ints(a)) if a.is_valid(i) => {
                 let v = a.value(i);
-                if add {
-                    *set.entry(v).or_insert(0) += 1;
-                } else if let hashbrown::hash_map::Entry::Occupied(mut c) = set.entry(v) {
-                    if *c.get() > 1 {
-                        *c.get_mut() -= 1;
-                    } else {
-                        c.remove();
+                match count(set.get_mut(&v), add) {
+                    Step::New => {
+                        set.insert(v, 1);
                     }
+                    Step::Gone => {
+                        set.remove(&v);
+                    }
+                    Step::Counted => {}
                 }
             }
             _ => {}
@@ -438,6 +433,27 @@ impl AggPlan {
             }
         })
     }
+}
+
+/// What adding a value to a multiset or taking it out leaves the multiset to do: hold a
+/// value new to it, drop one gone from it, or nothing (the count changed in place).
+enum Step {
+    New,
+    Gone,
+    Counted,
+}
+
+/// Counts a value in or out of a multiset where it is held `held` times: in place, or what
+/// the multiset must do ([`Step`]). Taking out a value not held changes nothing.
+fn count(held: Option<&mut u64>, add: bool) -> Step {
+    match held {
+        Some(c) if add => *c += 1,
+        None if add => return Step::New,
+        Some(c) if *c > 1 => *c -= 1,
+        Some(_) => return Step::Gone,
+        None => {}
+    }
+    Step::Counted
 }
 
 /// The sum of finite doubles summing to `finite` and of `odd` NaN, +∞ and −∞.
@@ -979,8 +995,12 @@ mod tests {
             for fun in [Fun::Min, Fun::Max, Fun::CountDistinct] {
                 let ints = plan(fun, t.clone());
                 assert_eq!(ints.ints.as_ref(), Some(&t));
+                // The same aggregate kept as any other type is: in row format.
                 let rows = AggPlan {
                     ints: None,
+                    values: Some(Arc::new(
+                        RowConverter::new(vec![SortField::new(t.clone())]).expect("converter"),
+                    )),
                     ..ints.clone()
                 };
                 let (ci, cr) = (

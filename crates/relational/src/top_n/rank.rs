@@ -42,9 +42,6 @@ pub(crate) struct Partition {
     pub pending: Option<i64>,
 }
 
-/// A partition's rows by sort key ([`Partition::lists`]).
-pub(crate) type Lists<'a> = Box<dyn Iterator<Item = (&'a [u8], &'a [Box<[u8]>])> + 'a>;
-
 /// The rows of a partition: most partitions of a deduplication or a top-1 hold one, which
 /// takes no sorted map (a map's first node has room for eleven).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -97,15 +94,15 @@ impl Partition {
         }
     }
 
-    /// The rows by sort key, those of one sort key in rank order.
-    pub(crate) fn lists(&self) -> Lists<'_> {
-        match &self.rows {
-            Held::None => Box::new(std::iter::empty()),
-            Held::One { sort, row } => {
-                Box::new(std::iter::once((&sort[..], std::slice::from_ref(row))))
-            }
-            Held::Many(map) => Box::new(map.iter().map(|(s, l)| (&s[..], &l[..]))),
-        }
+    /// The rows by sort key, those of one sort key in rank order (no allocation: it is
+    /// read for every partition a batch touches).
+    pub(crate) fn lists(&self) -> impl Iterator<Item = (&[u8], &[Box<[u8]>])> + '_ {
+        let (one, many) = match &self.rows {
+            Held::None => (None, None),
+            Held::One { sort, row } => (Some((&sort[..], std::slice::from_ref(row))), None),
+            Held::Many(map) => (None, Some(map.iter().map(|(s, l)| (&s[..], &l[..])))),
+        };
+        one.into_iter().chain(many.into_iter().flatten())
     }
 
     /// How many sort keys the rows have.
