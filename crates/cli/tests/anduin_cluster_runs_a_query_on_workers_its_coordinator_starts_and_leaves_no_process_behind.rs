@@ -6,13 +6,15 @@
 //! ends with it, and stops its workers). Run again on that directory, with the same file, it
 //! takes the query it left over and waits for it: the output is the embedded run's, no row
 //! lost or written twice; with another text under the query's name it is refused, saying so.
+//! The run stopped mid-run is throttled so that it cannot end before its signal (500 rows a
+//! second: two minutes); the run that takes it over is sped up through `anduin ctl set`.
 
 use crate::common;
 
 use std::process::{Command, Stdio};
 
-use common::cluster::{running, signal, tumbling_generator};
-use common::{anduin, anduin_ok, output_rows, wait_until, ChildGuard};
+use common::cluster::{running, signal, tumbling_generator, windowed_generator};
+use common::{anduin, anduin_ok, ctl, output_rows, wait_until, ChildGuard};
 
 /// The processes whose command line names `dir`: what `anduin cluster` started there.
 fn started_in(dir: &std::path::Path) -> Vec<u32> {
@@ -92,23 +94,37 @@ fn anduin_cluster_runs_a_query_on_workers_its_coordinator_starts_and_leaves_no_p
     let left = started_in(&dir);
     assert!(left.is_empty(), "processes left behind: {left:?}");
 
-    // Stopped by SIGTERM to its own PID (not its process group) mid-run.
+    // Stopped by SIGTERM to its own PID (not its process group) mid-run: the same rows
+    // (event times do not depend on the rate), too slowly to end before the signal.
+    let slow = windowed_generator(
+        31,
+        60_000,
+        500,
+        r#"param kind = "tumbling" param size = "100ms""#,
+    );
+    std::fs::write(work.path().join("q.flow"), slow).expect("query");
     let dir = work.path().join("stopped");
     let _leftovers = Leftovers(dir.clone());
     let dir_arg = dir.display().to_string();
-    let every = ["--checkpoint-every", "4000"];
+    let every = ["--checkpoint-every", "500"];
     let stopped = cluster_with(work.path(), &dir_arg, "OUTPUT=out3", &every);
     wait_until("the stopped cluster's second checkpoint", || {
+        // Checkpoints only: the directory holds a lock file before the query is submitted.
         std::fs::read_dir(dir.join("checkpoints/q")).is_ok_and(|d| {
-            d.flatten()
-                .filter(|e| e.file_name() != "chk-00000001")
-                .count()
-                >= 1
+            d.flatten().any(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                name.starts_with("chk-") && name != "chk-00000001"
+            })
         })
     });
     signal(stopped.pid(), libc::SIGTERM);
     let out = stopped.wait_output();
-    assert!(!out.status.success());
+    assert!(
+        !out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     wait_until("every process of the stopped cluster gone", || {
         started_in(&dir).is_empty()
     });
@@ -123,9 +139,19 @@ fn anduin_cluster_runs_a_query_on_workers_its_coordinator_starts_and_leaves_no_p
     wait_until("every process of the refused cluster gone", || {
         started_in(&dir).is_empty()
     });
-    // Again, with the same file: the query left running goes on.
+    // Again, with the same file: the query left running goes on, sped up once it runs.
     std::fs::write(work.path().join("q.flow"), text).expect("query");
-    let again = cluster_with(work.path(), &dir_arg, "OUTPUT=out3", &every).wait_output();
+    let url_file = dir.join("coordinator/api.url");
+    std::fs::remove_file(&url_file).expect("the earlier coordinators' API address");
+    let again = cluster_with(work.path(), &dir_arg, "OUTPUT=out3", &every);
+    wait_until("the taken-over query to accept a new rate", || {
+        std::fs::read_to_string(&url_file).is_ok_and(|api| {
+            ctl(work.path(), &api, &["set", "q", "gen", "rate", "1000000"])
+                .status
+                .success()
+        })
+    });
+    let again = again.wait_output();
     let err = String::from_utf8_lossy(&again.stderr);
     assert!(again.status.success(), "{err}");
     assert!(err.contains("taken over, it goes on"), "{err}");
