@@ -138,6 +138,20 @@ impl CompiledAggregate {
         self.expr.is_distinct()
     }
 
+    /// The index in the scope's schema of its argument when it has one and it is a column as
+    /// it is (`COUNT(DISTINCT bidder)`), not an expression over columns: aggregates whose
+    /// argument is the same column may share their state of its values.
+    pub fn column_argument(&self) -> Option<usize> {
+        let [arg] = self.args.as_slice() else {
+            return None;
+        };
+        let c = arg.downcast_ref::<datafusion_physical_expr::expressions::Column>()?;
+        match &self.columns {
+            Some(read) => read.get(c.index()).copied(),
+            None => Some(c.index()),
+        }
+    }
+
     /// This aggregate with an argument that DataFusion cast from `BIGINT` to `DOUBLE` (as it
     /// does for `AVG`) taken as the `BIGINT` it was, for an accumulator that adds integers
     /// exactly; unchanged otherwise.

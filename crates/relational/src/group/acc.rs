@@ -41,6 +41,8 @@ use arrow::row::{RowConverter, Rows, SortField};
 
 use anduin_expr::UserAggregate;
 
+use super::shared::{Share, SharedSet, SLOTS};
+
 /// Which aggregate, as far as its state goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Fun {
@@ -143,10 +145,15 @@ impl Acc {
                 Acc::Values(Ordered::Ints(BTreeMap::new()))
             }
             Fun::Min | Fun::Max => Acc::Values(Ordered::Rows(BTreeMap::new())),
-            Fun::CountDistinct if plan.ints.is_some() => {
-                Acc::Distinct(Distinct::Ints(Default::default()))
-            }
-            Fun::CountDistinct => Acc::Distinct(Distinct::Rows(Default::default())),
+            Fun::CountDistinct => match &plan.share {
+                Some(Share { set, slot, .. }) => Acc::Distinct(Distinct::Shared {
+                    set: *set,
+                    slot: *slot,
+                    len: 0,
+                }),
+                None if plan.ints.is_some() => Acc::Distinct(Distinct::Ints(Default::default())),
+                None => Acc::Distinct(Distinct::Rows(Default::default())),
+            },
             Fun::User => Acc::User(None),
         }
     }
@@ -177,6 +184,9 @@ pub(crate) struct AggPlan {
     ints: Option<DataType>,
     /// For a user's aggregate: its functions.
     pub user: Option<Arc<dyn UserAggregate>>,
+    /// For a `COUNT(DISTINCT …)` that shares its set of values with others of its group
+    /// (`shared.rs`): where its values are.
+    pub share: Option<Share>,
 }
 
 impl AggPlan {
@@ -195,7 +205,14 @@ impl AggPlan {
             values,
             ints: (fun.keeps_values() && int_kept(arg)).then(|| arg.clone()),
             user: None,
+            share: None,
         })
+    }
+
+    /// Whether its set of values can be shared with others ([`super::shared::share`]): a
+    /// `COUNT(DISTINCT …)` that keeps its values as ints.
+    pub(crate) fn shareable(&self) -> bool {
+        self.fun == Fun::CountDistinct && self.ints.is_some()
     }
 
     /// The plan of the user's aggregate `user`.
@@ -205,6 +222,7 @@ impl AggPlan {
             values: None,
             ints: None,
             user: Some(user),
+            share: None,
         }
     }
 
@@ -489,11 +507,13 @@ pub(crate) enum Evaluation {
     Other(String),
 }
 
-/// What a group keeps: how many rows it holds, and each aggregate's state.
+/// What a group keeps: how many rows it holds, each aggregate's state, and the sets of
+/// values aggregates share (`shared.rs`).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Group {
     pub rows: i64,
     pub accs: Vec<Acc>,
+    pub shared: Vec<SharedSet>,
 }
 
 impl Group {
@@ -502,6 +522,40 @@ impl Group {
         Self {
             rows: 0,
             accs: plans.iter().map(Acc::new).collect(),
+            shared: vec![SharedSet::default(); shared_sets(plans)],
+        }
+    }
+
+    /// Adds row `i` of `columns` (one per aggregate of `plans`) to each aggregate (`add`),
+    /// or takes it out, as [`AggPlan::apply`] does; the aggregates that share a set of
+    /// values look the row's value up once for all of them.
+    pub(crate) fn apply(
+        &mut self,
+        plans: &[AggPlan],
+        columns: &[Column],
+        filters: &[Option<BooleanArray>],
+        i: usize,
+        add: bool,
+    ) {
+        for (k, plan) in plans.iter().enumerate() {
+            match &plan.share {
+                None => plan.apply(&mut self.accs[k], &columns[k], filters[k].as_ref(), i, add),
+                Some(Share {
+                    set,
+                    members: Some(members),
+                    ..
+                }) => super::shared::apply(
+                    &mut self.shared[*set],
+                    &mut self.accs,
+                    members,
+                    columns,
+                    filters,
+                    i,
+                    add,
+                ),
+                // Applied with the first aggregate of its set.
+                Some(_) => {}
+            }
         }
     }
 
@@ -554,6 +608,19 @@ impl Group {
                         values.into_iter().map(|(v, c)| (&v[..], c)),
                     )
                 }
+                // As its own multiset would be.
+                Acc::Distinct(Distinct::Shared { set, slot, .. }) => {
+                    let values = self
+                        .shared
+                        .get(*set)
+                        .map(|s| super::shared::values(s, *slot))
+                        .unwrap_or_default();
+                    encode_values(
+                        &mut out,
+                        values.len(),
+                        values.iter().map(|(v, c)| (int_row(*v), c)),
+                    )
+                }
                 // As the same values in row format would be: the bytes do not depend on
                 // how the set is kept.
                 Acc::Distinct(Distinct::Ints(set)) => {
@@ -576,6 +643,7 @@ impl Group {
         let mut r = Reader(bytes);
         let rows = i64::from_le_bytes(r.take()?);
         let mut accs = Vec::with_capacity(plans.len());
+        let mut shared = vec![SharedSet::default(); shared_sets(plans)];
         for plan in plans {
             let [tag] = r.take::<1>()?;
             let acc = match (tag, plan.fun) {
@@ -602,6 +670,19 @@ impl Group {
                         values.push((v, c));
                     }
                     match (f, plan.ints.is_some()) {
+                        (Fun::CountDistinct, true) if plan.share.is_some() => {
+                            let Share { set, slot, .. } = plan.share.clone()?;
+                            let held = shared.get_mut(set)?;
+                            held.reserve(values.len());
+                            for (v, c) in &values {
+                                held.entry(row_int(v)?).or_insert([0; SLOTS])[slot] = *c;
+                            }
+                            Acc::Distinct(Distinct::Shared {
+                                set,
+                                slot,
+                                len: values.len(),
+                            })
+                        }
                         (Fun::CountDistinct, true) => {
                             let mut set = hashbrown::HashMap::default();
                             set.reserve(values.len());
@@ -636,8 +717,17 @@ impl Group {
             };
             accs.push(acc);
         }
-        r.0.is_empty().then_some(Self { rows, accs })
+        r.0.is_empty().then_some(Self { rows, accs, shared })
     }
+}
+
+/// How many sets of values the aggregates of `plans` share (`shared.rs`).
+fn shared_sets(plans: &[AggPlan]) -> usize {
+    plans
+        .iter()
+        .filter_map(|p| p.share.as_ref().map(|s| s.set + 1))
+        .max()
+        .unwrap_or(0)
 }
 
 /// Writes a multiset of `len` values: `v`, the number of values, then each as 4 bytes for its
@@ -674,6 +764,9 @@ pub(crate) enum Distinct {
     Rows(hashbrown::HashMap<Box<[u8]>, u64, ahash::RandomState>),
     /// 64-bit values ([`int_kept`]), in place: no allocation per value.
     Ints(hashbrown::HashMap<i64, u64, ahash::RandomState>),
+    /// Values kept in set `set` of the group, with those of other aggregates (`shared.rs`),
+    /// as count `slot` of each; `len` of them held.
+    Shared { set: usize, slot: usize, len: usize },
 }
 
 impl Distinct {
@@ -682,6 +775,7 @@ impl Distinct {
         match self {
             Distinct::Rows(set) => set.len(),
             Distinct::Ints(set) => set.len(),
+            Distinct::Shared { len, .. } => *len,
         }
     }
 }
@@ -850,6 +944,7 @@ mod tests {
                 Acc::Count(2),
                 Acc::User(None),
             ],
+            shared: Vec::new(),
         };
         let bytes = g.encode();
         assert_eq!(Group::decode(&bytes, &plans), Some(g.clone()));
@@ -904,6 +999,7 @@ mod tests {
         let g = Group {
             rows: 4,
             accs: vec![acc.clone()],
+            shared: Vec::new(),
         };
         assert_eq!(
             Group::decode(&g.encode(), &plans),

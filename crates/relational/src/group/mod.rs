@@ -21,6 +21,7 @@
 
 pub(crate) mod acc;
 mod running;
+mod shared;
 
 use std::sync::Arc;
 
@@ -272,6 +273,9 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
         plans.push(plan);
         fields.push(field);
     }
+    // COUNT(DISTINCT …)s of one column share a set of its values.
+    let arguments: Vec<Option<usize>> = aggs.iter().map(|a| a.column_argument()).collect();
+    shared::share(&mut plans, &arguments);
     let names: std::collections::BTreeSet<&str> =
         fields.iter().map(|f| f.name().as_str()).collect();
     if names.len() != fields.len() {

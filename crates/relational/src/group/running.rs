@@ -407,9 +407,7 @@ impl Operator for Aggregate {
                 applied[i] = false;
                 continue;
             }
-            for (k, plan) in self.setup.plans.iter().enumerate() {
-                plan.apply(&mut g.accs[k], &columns[k], filters[k].as_ref(), i, adds[i]);
-            }
+            g.apply(&self.setup.plans, &columns, &filters, i, adds[i]);
         }
         let stepped = self.step_users(&mut work, &ids, &columns, &filters, &adds, &applied);
         let setup = &self.setup;

@@ -168,6 +168,7 @@ mod tests {
         let mut p = Partition::new(Group {
             rows: 0,
             accs: Vec::new(),
+            shared: Vec::new(),
         });
         for (t, v) in rows {
             p.hold(*t, held(v));
