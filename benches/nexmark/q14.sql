@@ -7,7 +7,8 @@
 -- Departures from the original text: nexmark-flink's `count_char` is a Java class
 -- (`CREATE FUNCTION count_char AS 'com.github.nexmark.flink.udf.CountChar'`); here it is the
 -- same function in JavaScript (`CREATE FUNCTION … LANGUAGE javascript`: the number of
--- occurrences of the character `c` in `s`). The sink's `price` is a DOUBLE (anduin has no
+-- occurrences of the character `c` in `s`, found by JavaScript's own `indexOf`; a loop over
+-- the characters, as the Java class has, runs 2.5× slower in the JavaScript interpreter). The sink's `price` is a DOUBLE (anduin has no
 -- DECIMAL, as in q1). `HOUR(dateTime)` is the hour of UTC.
 -- Query text: github.com/nexmark/nexmark, nexmark-flink/src/main/resources/queries/q14.sql.
 --
@@ -19,9 +20,7 @@
 
 CREATE FUNCTION count_char(s VARCHAR, c VARCHAR) RETURNS BIGINT LANGUAGE javascript AS $$
   let n = 0;
-  for (const x of s) {
-    if (x === c) n++;
-  }
+  for (let i = s.indexOf(c); i !== -1; i = s.indexOf(c, i + 1)) n++;
   return n;
 $$;
 
