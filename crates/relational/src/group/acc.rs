@@ -13,7 +13,7 @@
 //! | `COUNT(x)`, `COUNT(*)` | rows whose `x` is not null | that number |
 //! | `SUM(x)` | the sum (128 bits for ints, checked into `BIGINT` when read; for doubles, a double of the finite values and how many NaN, +∞ and −∞ apart) and how many non-null `x` | null when none |
 //! | `AVG(x)` | as `SUM` | sum / count, a double |
-//! | `MIN(x)`, `MAX(x)` | a multiset of the values, in order (a `BIGINT` or `TIMESTAMP` as a 64-bit int, any other in Arrow's row format, which orders as SQL does, NaN above every number) | its first or last value |
+//! | `MIN(x)`, `MAX(x)` | a multiset of the values, in order (a `BIGINT` or `TIMESTAMP` as a 64-bit int, any other in Arrow's row format, which orders as SQL does, NaN above every number); over an append-only input only the least or greatest value (`extreme.rs`) | its first or last value |
 //! | `COUNT(DISTINCT x)` | a multiset of the values, hashed (no order needed: a lookup costs no comparisons along a tree), kept as `MIN`'s | how many distinct values |
 //! | a user's aggregate (`CREATE AGGREGATE`, `--udf`) | its state's bytes | its `finish` |
 //!
@@ -141,6 +141,10 @@ impl Acc {
                 odd: [0; 3],
                 n: 0,
             },
+            Fun::Min | Fun::Max if plan.extreme && plan.ints.is_some() => {
+                Acc::Values(Ordered::Int(None))
+            }
+            Fun::Min | Fun::Max if plan.extreme => Acc::Values(Ordered::Row(None)),
             Fun::Min | Fun::Max if plan.ints.is_some() => {
                 Acc::Values(Ordered::Ints(BTreeMap::new()))
             }
@@ -187,6 +191,9 @@ pub(crate) struct AggPlan {
     /// For a `COUNT(DISTINCT …)` that shares its set of values with others of its group
     /// (`shared.rs`): where its values are.
     pub share: Option<Share>,
+    /// For a `MIN` or `MAX` over an append-only input: only the extreme is kept
+    /// (`extreme.rs`).
+    extreme: bool,
 }
 
 impl AggPlan {
@@ -206,7 +213,15 @@ impl AggPlan {
             ints: (fun.keeps_values() && int_kept(arg)).then(|| arg.clone()),
             user: None,
             share: None,
+            extreme: false,
         })
+    }
+
+    /// This plan for an append-only input, from which no row is taken out: a `MIN` or `MAX`
+    /// keeps its extreme only (`extreme.rs`); others are unchanged.
+    pub(crate) fn over_append_only(mut self) -> Self {
+        self.extreme = matches!(self.fun, Fun::Min | Fun::Max);
+        self
     }
 
     /// Whether its set of values can be shared with others ([`super::shared::share`]): a
@@ -223,6 +238,7 @@ impl AggPlan {
             ints: None,
             user: Some(user),
             share: None,
+            extreme: false,
         }
     }
 
@@ -323,6 +339,13 @@ impl AggPlan {
                     Step::Counted => {}
                 }
             }
+            // Over an append-only input: never taken out.
+            (Acc::Values(Ordered::Int(held)), Column::Ints(a)) if a.is_valid(i) && add => {
+                super::extreme::add_int(self.fun, held, a.value(i));
+            }
+            (Acc::Values(Ordered::Row(held)), Column::Values(rows, a)) if a.is_valid(i) && add => {
+                super::extreme::add_row(self.fun, held, rows.row(i).as_ref());
+            }
             (Acc::Values(Ordered::Ints(set)), Column::Ints(a)) if a.is_valid(i) => {
                 let v = a.value(i);
                 match count(set.get_mut(&v), add) {
@@ -408,6 +431,7 @@ impl AggPlan {
                         s.keys().next().copied()
                     }
                     Acc::Values(Ordered::Ints(s)) => s.keys().next_back().copied(),
+                    Acc::Values(Ordered::Int(v)) => *v,
                     _ => None,
                 }));
                 let t = self.ints.as_ref().expect("checked above");
@@ -422,6 +446,7 @@ impl AggPlan {
                     let v = match a {
                         Acc::Values(Ordered::Rows(s)) if self.fun == Fun::Min => s.keys().next(),
                         Acc::Values(Ordered::Rows(s)) => s.keys().next_back(),
+                        Acc::Values(Ordered::Row(v)) => v.as_ref(),
                         _ => None,
                     };
                     index.push(v.map(|v| {
@@ -592,11 +617,23 @@ impl Group {
                     out.extend_from_slice(&len.to_le_bytes());
                     out.extend_from_slice(state);
                 }
-                Acc::Values(Ordered::Rows(set)) => encode_values(&mut out, set.len(), set.iter()),
+                Acc::Values(Ordered::Rows(set)) => {
+                    encode_values(&mut out, b'v', set.len(), set.iter())
+                }
                 Acc::Values(Ordered::Ints(set)) => encode_values(
                     &mut out,
+                    b'v',
                     set.len(),
                     set.iter().map(|(v, c)| (int_row(*v), c)),
+                ),
+                Acc::Values(Ordered::Row(v)) => {
+                    encode_values(&mut out, b'x', v.iter().len(), v.iter().map(|v| (v, &1)))
+                }
+                Acc::Values(Ordered::Int(v)) => encode_values(
+                    &mut out,
+                    b'x',
+                    v.iter().len(),
+                    v.iter().map(|v| (int_row(*v), &1)),
                 ),
                 // In the order of the values: the same bytes for the same multiset.
                 Acc::Distinct(Distinct::Rows(set)) => {
@@ -604,6 +641,7 @@ impl Group {
                     values.sort_unstable_by(|a, b| a.0.cmp(b.0));
                     encode_values(
                         &mut out,
+                        b'v',
                         values.len(),
                         values.into_iter().map(|(v, c)| (&v[..], c)),
                     )
@@ -617,6 +655,7 @@ impl Group {
                         .unwrap_or_default();
                     encode_values(
                         &mut out,
+                        b'v',
                         values.len(),
                         values.iter().map(|(v, c)| (int_row(*v), c)),
                     )
@@ -628,6 +667,7 @@ impl Group {
                     values.sort_unstable_by_key(|(v, _)| **v);
                     encode_values(
                         &mut out,
+                        b'v',
                         values.len(),
                         values.into_iter().map(|(v, c)| (int_row(*v), c)),
                     )
@@ -660,7 +700,7 @@ impl Group {
                     }
                     Acc::Sum { int, float, odd, n }
                 }
-                (b'v', f) if f.keeps_values() => {
+                (b'v' | b'x', f) if f.keeps_values() => {
                     let len = u32::from_le_bytes(r.take()?);
                     let mut values = Vec::with_capacity(len.min(1 << 16) as usize);
                     for _ in 0..len {
@@ -669,7 +709,22 @@ impl Group {
                         let c = u64::from_le_bytes(r.take()?);
                         values.push((v, c));
                     }
+                    // An extreme's bytes never stand for a multiset.
+                    if tag == b'x' && !plan.extreme {
+                        return None;
+                    }
                     match (f, plan.ints.is_some()) {
+                        (_, true) if plan.extreme => {
+                            let ints = values
+                                .iter()
+                                .map(|(v, _)| row_int(v))
+                                .collect::<Option<Vec<i64>>>()?;
+                            Acc::Values(Ordered::Int(super::extreme::of(f, &ints).copied()))
+                        }
+                        (_, false) if plan.extreme => Acc::Values(Ordered::Row(
+                            super::extreme::of(f, values.iter().map(|(v, _)| *v))
+                                .map(<[u8]>::to_vec),
+                        )),
                         (Fun::CountDistinct, true) if plan.share.is_some() => {
                             let Share { set, slot, .. } = plan.share.clone()?;
                             let held = shared.get_mut(set)?;
@@ -730,14 +785,15 @@ fn shared_sets(plans: &[AggPlan]) -> usize {
         .unwrap_or(0)
 }
 
-/// Writes a multiset of `len` values: `v`, the number of values, then each as 4 bytes for its
-/// length, its bytes, and 8 for its count.
+/// Writes a multiset of `len` values: `tag` (`v`, or `x` for an extreme), the number of
+/// values, then each as 4 bytes for its length, its bytes, and 8 for its count.
 fn encode_values<'a, V: AsRef<[u8]> + 'a>(
     out: &mut Vec<u8>,
+    tag: u8,
     len: usize,
     values: impl Iterator<Item = (V, &'a u64)>,
 ) {
-    out.push(b'v');
+    out.push(tag);
     out.extend_from_slice(&u32::try_from(len).unwrap_or(u32::MAX).to_le_bytes());
     for (v, c) in values {
         let v = v.as_ref();
@@ -755,6 +811,11 @@ pub(crate) enum Ordered {
     Rows(BTreeMap<Vec<u8>, u64>),
     /// 64-bit values ([`int_kept`]).
     Ints(BTreeMap<i64, u64>),
+    /// Over an append-only input, the least (`MIN`) or greatest (`MAX`) value only, in
+    /// Arrow's row format (`extreme.rs`).
+    Row(Option<Vec<u8>>),
+    /// Over an append-only input, the least or greatest 64-bit value only.
+    Int(Option<i64>),
 }
 
 /// A hashed multiset of values: each value and how many times it is held.

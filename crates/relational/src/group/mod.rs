@@ -7,7 +7,7 @@
 //! Its input may be append-only, or updating (another `aggregate`'s output, filtered or
 //! projected): a `+I` or `+U` row is added to its group, a `-U` or `-D` row taken out of it.
 //! The aggregates are `COUNT`, `SUM`, `AVG`, `MIN`, `MAX` (a multiset of values, so that any
-//! row can be taken out), `COUNT(DISTINCT …)` and the user's aggregates (WebAssembly or
+//! row can be taken out; over an append-only input only the extreme), `COUNT(DISTINCT …)` and the user's aggregates (WebAssembly or
 //! JavaScript; over an updating input only those with a `retract`, refused otherwise), each
 //! with an optional `FILTER (WHERE …)` (`acc.rs`). The changes a batch makes are emitted after it, one change per group touched
 //! (a mini-batch of one input batch): the changes of a group never cancel out in between, and
@@ -20,6 +20,7 @@
 //! (`running.rs`).
 
 pub(crate) mod acc;
+mod extreme;
 mod running;
 mod shared;
 
@@ -270,7 +271,11 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
                 ));
             }
         }
-        plans.push(plan);
+        // No row of an append-only input is taken out: a MIN or MAX keeps its extreme only.
+        plans.push(match change_in {
+            None => plan.over_append_only(),
+            Some(_) => plan,
+        });
         fields.push(field);
     }
     // COUNT(DISTINCT …)s of one column share a set of its values.
