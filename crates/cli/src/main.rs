@@ -73,7 +73,25 @@ enum Command {
     Udf(cmd::udf::UdfCommand),
 }
 
+/// Turns transparent huge pages off for this process and those it starts (workers, a
+/// coordinator), unless `ANDUIN_TRANSPARENT_HUGE_PAGES=1`. The allocator returns freed memory
+/// to the kernel and takes it back as batches come and go; as huge pages, each time costs the
+/// kernel the zeroing of 2 MiB, up to a third of a stateful query's time (Nexmark q4, q9,
+/// q17–q19: 30–40 % faster without them; docs/benchmarks.md). Databases advise the same
+/// (Redis, MongoDB). Where the kernel refuses, nothing changes.
+fn without_transparent_huge_pages() {
+    if std::env::var_os("ANDUIN_TRANSPARENT_HUGE_PAGES").is_some_and(|v| v == "1") {
+        return;
+    }
+    // SAFETY: prctl(2) with PR_SET_THP_DISABLE sets a flag of this process; no memory of
+    // ours is read or written.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
+}
+
 fn main() -> ExitCode {
+    without_transparent_huge_pages();
     let cli = Cli::parse();
     init_logging(cli.verbose);
     let result = match cli.command {
