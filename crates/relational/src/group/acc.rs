@@ -41,7 +41,7 @@ use arrow::row::{RowConverter, Rows, SortField};
 
 use anduin_expr::UserAggregate;
 
-use super::shared::{Share, SharedSet, SLOTS};
+use super::shared::{Share, SharedSet};
 
 /// Which aggregate, as far as its state goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,10 +141,10 @@ impl Acc {
                 odd: [0; 3],
                 n: 0,
             },
-            Fun::Min | Fun::Max if plan.extreme && plan.ints.is_some() => {
+            Fun::Min | Fun::Max if plan.append_only && plan.ints.is_some() => {
                 Acc::Values(Ordered::Int(None))
             }
-            Fun::Min | Fun::Max if plan.extreme => Acc::Values(Ordered::Row(None)),
+            Fun::Min | Fun::Max if plan.append_only => Acc::Values(Ordered::Row(None)),
             Fun::Min | Fun::Max if plan.ints.is_some() => {
                 Acc::Values(Ordered::Ints(BTreeMap::new()))
             }
@@ -155,6 +155,7 @@ impl Acc {
                     slot: *slot,
                     len: 0,
                 }),
+                None if plan.append_only => Acc::Distinct(Distinct::Set(Default::default())),
                 None if plan.ints.is_some() => Acc::Distinct(Distinct::Ints(Default::default())),
                 None => Acc::Distinct(Distinct::Rows(Default::default())),
             },
@@ -191,9 +192,10 @@ pub(crate) struct AggPlan {
     /// For a `COUNT(DISTINCT …)` that shares its set of values with others of its group
     /// (`shared.rs`): where its values are.
     pub share: Option<Share>,
-    /// For a `MIN` or `MAX` over an append-only input: only the extreme is kept
-    /// (`extreme.rs`).
-    extreme: bool,
+    /// Over an append-only input, from which no row is taken out: a `MIN` or `MAX` keeps
+    /// its extreme only (`extreme.rs`), a `COUNT(DISTINCT …)` of ints its values without
+    /// counts.
+    pub(crate) append_only: bool,
 }
 
 impl AggPlan {
@@ -213,14 +215,15 @@ impl AggPlan {
             ints: (fun.keeps_values() && int_kept(arg)).then(|| arg.clone()),
             user: None,
             share: None,
-            extreme: false,
+            append_only: false,
         })
     }
 
     /// This plan for an append-only input, from which no row is taken out: a `MIN` or `MAX`
-    /// keeps its extreme only (`extreme.rs`); others are unchanged.
+    /// keeps its extreme only (`extreme.rs`), a `COUNT(DISTINCT …)` of ints the set of its
+    /// values (no counts); others are unchanged.
     pub(crate) fn over_append_only(mut self) -> Self {
-        self.extreme = matches!(self.fun, Fun::Min | Fun::Max);
+        self.append_only = matches!(self.fun, Fun::Min | Fun::Max) || self.shareable();
         self
     }
 
@@ -238,7 +241,7 @@ impl AggPlan {
             ints: None,
             user: Some(user),
             share: None,
-            extreme: false,
+            append_only: false,
         }
     }
 
@@ -345,6 +348,9 @@ impl AggPlan {
             }
             (Acc::Values(Ordered::Row(held)), Column::Values(rows, a)) if a.is_valid(i) && add => {
                 super::extreme::add_row(self.fun, held, rows.row(i).as_ref());
+            }
+            (Acc::Distinct(Distinct::Set(set)), Column::Ints(a)) if a.is_valid(i) && add => {
+                set.insert(a.value(i));
             }
             (Acc::Values(Ordered::Ints(set)), Column::Ints(a)) if a.is_valid(i) => {
                 let v = a.value(i);
@@ -547,7 +553,7 @@ impl Group {
         Self {
             rows: 0,
             accs: plans.iter().map(Acc::new).collect(),
-            shared: vec![SharedSet::default(); shared_sets(plans)],
+            shared: super::shared::empty_sets(plans),
         }
     }
 
@@ -648,14 +654,17 @@ impl Group {
                 }
                 // As its own multiset would be.
                 Acc::Distinct(Distinct::Shared { set, slot, .. }) => {
-                    let values = self
-                        .shared
-                        .get(*set)
+                    let set = self.shared.get(*set);
+                    let values = set
                         .map(|s| super::shared::values(s, *slot))
                         .unwrap_or_default();
                     encode_values(
                         &mut out,
-                        b'v',
+                        if set.is_some_and(SharedSet::counts) {
+                            b'v'
+                        } else {
+                            b'x'
+                        },
                         values.len(),
                         values.iter().map(|(v, c)| (int_row(*v), c)),
                     )
@@ -672,6 +681,17 @@ impl Group {
                         values.into_iter().map(|(v, c)| (int_row(*v), c)),
                     )
                 }
+                // Each value once, tagged as kept for an append-only input.
+                Acc::Distinct(Distinct::Set(set)) => {
+                    let mut values: Vec<i64> = set.iter().copied().collect();
+                    values.sort_unstable();
+                    encode_values(
+                        &mut out,
+                        b'x',
+                        values.len(),
+                        values.into_iter().map(|v| (int_row(v), &1)),
+                    )
+                }
             }
         }
         out
@@ -683,7 +703,7 @@ impl Group {
         let mut r = Reader(bytes);
         let rows = i64::from_le_bytes(r.take()?);
         let mut accs = Vec::with_capacity(plans.len());
-        let mut shared = vec![SharedSet::default(); shared_sets(plans)];
+        let mut shared = super::shared::empty_sets(plans);
         for plan in plans {
             let [tag] = r.take::<1>()?;
             let acc = match (tag, plan.fun) {
@@ -709,34 +729,41 @@ impl Group {
                         let c = u64::from_le_bytes(r.take()?);
                         values.push((v, c));
                     }
-                    // An extreme's bytes never stand for a multiset.
-                    if tag == b'x' && !plan.extreme {
+                    // An extreme's or a set's bytes never stand for a multiset.
+                    if tag == b'x' && !plan.append_only {
                         return None;
                     }
                     match (f, plan.ints.is_some()) {
-                        (_, true) if plan.extreme => {
+                        (Fun::Min | Fun::Max, true) if plan.append_only => {
                             let ints = values
                                 .iter()
                                 .map(|(v, _)| row_int(v))
                                 .collect::<Option<Vec<i64>>>()?;
                             Acc::Values(Ordered::Int(super::extreme::of(f, &ints).copied()))
                         }
-                        (_, false) if plan.extreme => Acc::Values(Ordered::Row(
-                            super::extreme::of(f, values.iter().map(|(v, _)| *v))
-                                .map(<[u8]>::to_vec),
-                        )),
+                        (Fun::Min | Fun::Max, false) if plan.append_only => {
+                            Acc::Values(Ordered::Row(
+                                super::extreme::of(f, values.iter().map(|(v, _)| *v))
+                                    .map(<[u8]>::to_vec),
+                            ))
+                        }
                         (Fun::CountDistinct, true) if plan.share.is_some() => {
                             let Share { set, slot, .. } = plan.share.clone()?;
-                            let held = shared.get_mut(set)?;
-                            held.reserve(values.len());
-                            for (v, c) in &values {
-                                held.entry(row_int(v)?).or_insert([0; SLOTS])[slot] = *c;
-                            }
-                            Acc::Distinct(Distinct::Shared {
-                                set,
-                                slot,
-                                len: values.len(),
-                            })
+                            let ints = values
+                                .iter()
+                                .map(|(v, c)| Some((row_int(v)?, *c)))
+                                .collect::<Option<Vec<(i64, u64)>>>()?;
+                            let len = super::shared::restore(shared.get_mut(set)?, slot, &ints);
+                            Acc::Distinct(Distinct::Shared { set, slot, len })
+                        }
+                        (Fun::CountDistinct, true) if plan.append_only => {
+                            Acc::Distinct(Distinct::Set(
+                                values
+                                    .iter()
+                                    .filter(|(_, c)| *c > 0)
+                                    .map(|(v, _)| row_int(v))
+                                    .collect::<Option<_>>()?,
+                            ))
                         }
                         (Fun::CountDistinct, true) => {
                             let mut set = hashbrown::HashMap::default();
@@ -774,15 +801,6 @@ impl Group {
         }
         r.0.is_empty().then_some(Self { rows, accs, shared })
     }
-}
-
-/// How many sets of values the aggregates of `plans` share (`shared.rs`).
-fn shared_sets(plans: &[AggPlan]) -> usize {
-    plans
-        .iter()
-        .filter_map(|p| p.share.as_ref().map(|s| s.set + 1))
-        .max()
-        .unwrap_or(0)
 }
 
 /// Writes a multiset of `len` values: `tag` (`v`, or `x` for an extreme), the number of
@@ -825,6 +843,8 @@ pub(crate) enum Distinct {
     Rows(hashbrown::HashMap<Box<[u8]>, u64, ahash::RandomState>),
     /// 64-bit values ([`int_kept`]), in place: no allocation per value.
     Ints(hashbrown::HashMap<i64, u64, ahash::RandomState>),
+    /// Over an append-only input, 64-bit values without counts (none is taken out).
+    Set(hashbrown::HashSet<i64, ahash::RandomState>),
     /// Values kept in set `set` of the group, with those of other aggregates (`shared.rs`),
     /// as count `slot` of each; `len` of them held.
     Shared { set: usize, slot: usize, len: usize },
@@ -836,6 +856,7 @@ impl Distinct {
         match self {
             Distinct::Rows(set) => set.len(),
             Distinct::Ints(set) => set.len(),
+            Distinct::Set(set) => set.len(),
             Distinct::Shared { len, .. } => *len,
         }
     }

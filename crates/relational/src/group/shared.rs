@@ -4,8 +4,12 @@
 //! rows of each aggregate hold it. A row looks its value up once for all of them rather than
 //! once for each; each aggregate keeps how many values it holds.
 //!
+//! Over an append-only input no row is taken out, and a value keeps only which aggregates
+//! hold it (a bit each), not how many times.
+//!
 //! A checkpoint holds each aggregate's own multiset, in the bytes an unshared one writes
-//! (`acc.rs`): checkpoints read the same whether or not the sets are shared.
+//! (`acc.rs`; over an append-only input, its set): checkpoints read the same whether or not
+//! the sets are shared.
 //!
 //! What is shared is decided when the query is planned ([`share`]): `COUNT(DISTINCT …)` whose
 //! values are kept as ints, whose argument is a column as it is (not an expression), by
@@ -20,8 +24,42 @@ use super::acc::{Acc, AggPlan, Column, Distinct};
 /// At most how many aggregates share one set.
 pub(crate) const SLOTS: usize = 4;
 
-/// Each value of a shared set and how many rows of each of its aggregates (by slot) hold it.
-pub(crate) type SharedSet = hashbrown::HashMap<i64, [u64; SLOTS], ahash::RandomState>;
+/// The values of the aggregates that share a set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum SharedSet {
+    /// Each value and how many rows of each aggregate (by slot) hold it.
+    Counts(hashbrown::HashMap<i64, [u64; SLOTS], ahash::RandomState>),
+    /// Over an append-only input: each value and which aggregates hold it (bit `slot`).
+    Held(hashbrown::HashMap<i64, u8, ahash::RandomState>),
+}
+
+impl SharedSet {
+    /// Whether it counts the rows that hold a value (rows may be taken out).
+    pub(crate) fn counts(&self) -> bool {
+        matches!(self, SharedSet::Counts(_))
+    }
+}
+
+/// The empty sets a group of aggregates `plans` keeps, as [`share`] planned them.
+pub(crate) fn empty_sets(plans: &[AggPlan]) -> Vec<SharedSet> {
+    let empty = |plan: &AggPlan| {
+        if plan.append_only {
+            SharedSet::Held(Default::default())
+        } else {
+            SharedSet::Counts(Default::default())
+        }
+    };
+    let mut sets: Vec<SharedSet> = Vec::new();
+    for plan in plans {
+        if let Some(Share { set, .. }) = &plan.share {
+            while sets.len() <= *set {
+                sets.push(empty(plan));
+            }
+            sets[*set] = empty(plan);
+        }
+    }
+    sets
+}
 
 /// Where an aggregate's values are kept: set `set` of its group, count `slot` of each value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,6 +134,21 @@ pub(crate) fn apply(
         return;
     }
     let v = values.value(i);
+    let set = match set {
+        SharedSet::Counts(set) => set,
+        // Nothing is taken out of an append-only input.
+        SharedSet::Held(set) if add => {
+            let held = set.entry(v).or_insert(0);
+            for (slot, &k) in members.iter().enumerate() {
+                if counted[slot] && *held & (1 << slot) == 0 {
+                    *held |= 1 << slot;
+                    step_len(&mut accs[k], true);
+                }
+            }
+            return;
+        }
+        SharedSet::Held(_) => return,
+    };
     if add {
         let held = set.entry(v).or_insert([0; SLOTS]);
         for (slot, &k) in members.iter().enumerate() {
@@ -132,15 +185,42 @@ fn step_len(acc: &mut Acc, up: bool) {
     }
 }
 
-/// The values slot `slot` of `set` holds and how many times, in order.
+/// The values slot `slot` of `set` holds and how many times (once each over an append-only
+/// input), in order.
 pub(crate) fn values(set: &SharedSet, slot: usize) -> Vec<(i64, u64)> {
-    let mut out: Vec<(i64, u64)> = set
-        .iter()
-        .filter(|(_, held)| held[slot] > 0)
-        .map(|(v, held)| (*v, held[slot]))
-        .collect();
+    let mut out: Vec<(i64, u64)> = match set {
+        SharedSet::Counts(set) => set
+            .iter()
+            .filter(|(_, held)| held[slot] > 0)
+            .map(|(v, held)| (*v, held[slot]))
+            .collect(),
+        SharedSet::Held(set) => set
+            .iter()
+            .filter(|(_, held)| *held & (1 << slot) != 0)
+            .map(|(v, _)| (*v, 1))
+            .collect(),
+    };
     out.sort_unstable_by_key(|(v, _)| *v);
     out
+}
+
+/// Puts `values` (each value and how many times it is held) into slot `slot` of `set`, from
+/// a checkpoint; returns how many it holds.
+pub(crate) fn restore(set: &mut SharedSet, slot: usize, values: &[(i64, u64)]) -> usize {
+    let held = values.iter().filter(|(_, c)| *c > 0);
+    match set {
+        SharedSet::Counts(set) => {
+            for (v, c) in held.clone() {
+                set.entry(*v).or_insert([0; SLOTS])[slot] = *c;
+            }
+        }
+        SharedSet::Held(set) => {
+            for (v, _) in held.clone() {
+                *set.entry(*v).or_insert(0) |= 1 << slot;
+            }
+        }
+    }
+    held.count()
 }
 
 #[cfg(test)]
@@ -211,24 +291,47 @@ mod tests {
         assert!(plans[2].share.as_ref().is_some_and(|s| s.members.is_none()));
     }
 
-    #[test]
-    fn shared_sets_count_and_checkpoint_as_one_multiset_per_aggregate() {
-        // Five COUNT(DISTINCT) of one column (the last shares with none: four a set), one of
-        // another, each but the first with a filter; rows added and taken out at random,
-        // retractions of values not held, nulls.
-        let n_aggs = 6;
-        let columns = [Some(0), Some(0), Some(0), Some(0), Some(0), Some(1)];
-        let mut shared_plans: Vec<AggPlan> = (0..n_aggs).map(|_| distinct()).collect();
-        assert_eq!(share(&mut shared_plans, &columns), 1);
+    /// Eight COUNT(DISTINCT) over three columns, each but the first with a filter (column 0:
+    /// aggregates 0, 2, 4, 5 sharing a set and 6 alone; column 1: 1 and 3 sharing one; column
+    /// 2: 7 alone), against the
+    /// same aggregates each with its own multiset: rows added (and, where the input is
+    /// updating, taken out) at random, retractions of values not held, nulls.
+    fn shared_against_own(append_only: bool, seed: u64) {
+        let n_aggs = 8;
+        let columns = [0, 1, 0, 1, 0, 0, 0, 2];
+        let plan = || {
+            let p = distinct();
+            if append_only {
+                p.over_append_only()
+            } else {
+                p
+            }
+        };
+        let mut shared_plans: Vec<AggPlan> = (0..n_aggs).map(|_| plan()).collect();
+        let arguments: Vec<Option<usize>> = columns.iter().map(|c| Some(*c)).collect();
+        assert_eq!(share(&mut shared_plans, &arguments), 2);
         let own_plans: Vec<AggPlan> = (0..n_aggs).map(|_| distinct()).collect();
         let mut shared = Group::new(&shared_plans);
         let mut own = Group::new(&own_plans);
-        let mut rng = Lcg::new(23);
+        assert_eq!(shared.shared.len(), 2);
+        assert!(shared.shared.iter().all(|s| s.counts() != append_only));
+        for lone in [6, 7] {
+            let set = matches!(shared.accs[lone], Acc::Distinct(Distinct::Set(_)));
+            assert_eq!(
+                set, append_only,
+                "aggregate {lone}: {:?}",
+                shared.accs[lone]
+            );
+        }
+        let mut rng = Lcg::new(seed);
         for step in 0..60 {
             let n = 1 + rng.below(40) as usize;
             let value = |rng: &mut Lcg| (rng.below(10) > 0).then(|| rng.below(12) as i64 - 3);
-            let x: ArrayRef = Arc::new(Int64Array::from_iter((0..n).map(|_| value(&mut rng))));
-            let y: ArrayRef = Arc::new(Int64Array::from_iter((0..n).map(|_| value(&mut rng))));
+            let by_column: [ArrayRef; 3] = [
+                Arc::new(Int64Array::from_iter((0..n).map(|_| value(&mut rng)))),
+                Arc::new(Int64Array::from_iter((0..n).map(|_| value(&mut rng)))),
+                Arc::new(Int64Array::from_iter((0..n).map(|_| value(&mut rng)))),
+            ];
             let filters: Vec<Option<BooleanArray>> = (0..n_aggs)
                 .map(|k| {
                     (k > 0).then(|| {
@@ -243,13 +346,13 @@ mod tests {
             let args = |plans: &[AggPlan]| -> Vec<Column> {
                 plans
                     .iter()
-                    .enumerate()
-                    .map(|(k, p)| p.column(if k < 5 { &x } else { &y }).expect("ints"))
+                    .zip(columns)
+                    .map(|(p, c)| p.column(&by_column[c]).expect("ints"))
                     .collect()
             };
             let (shared_columns, own_columns) = (args(&shared_plans), args(&own_plans));
             for i in 0..n {
-                let add = rng.below(3) > 0;
+                let add = append_only || rng.below(3) > 0;
                 shared.apply(&shared_plans, &shared_columns, &filters, i, add);
                 own.apply(&own_plans, &own_columns, &filters, i, add);
             }
@@ -263,20 +366,37 @@ mod tests {
                 );
             }
             let bytes = shared.encode();
-            assert_eq!(bytes, own.encode(), "after step {step}");
-            // Each reads the other's checkpoint.
             let back = Group::decode(&bytes, &shared_plans).expect("decodes");
             assert_eq!(back, shared, "after step {step}");
-            assert_eq!(
-                Group::decode(&bytes, &own_plans).expect("decodes"),
-                own,
-                "after step {step}"
-            );
+            // A checkpoint of the multisets reads as the shared sets.
+            let from_own = Group::decode(&own.encode(), &shared_plans).expect("decodes");
+            assert_eq!(from_own, shared, "after step {step}");
+            if append_only {
+                // Sets without counts never stand for multisets.
+                assert_eq!(Group::decode(&bytes, &own_plans), None, "after step {step}");
+            } else {
+                assert_eq!(bytes, own.encode(), "after step {step}");
+                assert_eq!(Group::decode(&bytes, &own_plans).as_ref(), Some(&own));
+            }
         }
         assert!(
-            shared.shared[0].len() > 3,
+            super::values(&shared.shared[0], 0).len() > 3,
             "the test must hold values: {:?}",
             shared.shared
         );
+    }
+
+    #[test]
+    fn shared_sets_count_and_checkpoint_as_one_multiset_per_aggregate() {
+        for seed in [23, 24, 25] {
+            shared_against_own(false, seed);
+        }
+    }
+
+    #[test]
+    fn shared_sets_of_an_append_only_input_hold_each_value_once_and_read_older_checkpoints() {
+        for seed in [23, 24, 25] {
+            shared_against_own(true, seed);
+        }
     }
 }
