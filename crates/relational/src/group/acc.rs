@@ -14,7 +14,7 @@
 //! | `SUM(x)` | the sum (128 bits for ints, checked into `BIGINT` when read; for doubles, a double of the finite values and how many NaN, +∞ and −∞ apart) and how many non-null `x` | null when none |
 //! | `AVG(x)` | as `SUM` | sum / count, a double |
 //! | `MIN(x)`, `MAX(x)` | a multiset of the values, in order (a `BIGINT` or `TIMESTAMP` as a 64-bit int, any other in Arrow's row format, which orders as SQL does, NaN above every number); over an append-only input only the least or greatest value (`extreme.rs`) | its first or last value |
-//! | `COUNT(DISTINCT x)` | a multiset of the values, hashed (no order needed: a lookup costs no comparisons along a tree), kept as `MIN`'s | how many distinct values |
+//! | `COUNT(DISTINCT x)` | a multiset of the values, hashed (no order needed: a lookup costs no comparisons along a tree), kept as `MIN`'s; several over one int column (with different filters) share one (`shared.rs`); over an append-only input, ints without counts | how many distinct values |
 //! | a user's aggregate (`CREATE AGGREGATE`, `--udf`) | its state's bytes | its `finish` |
 //!
 //! A `FILTER (WHERE …)` leaves out the rows it does not keep, added or taken out. Taking out a
@@ -803,8 +803,9 @@ impl Group {
     }
 }
 
-/// Writes a multiset of `len` values: `tag` (`v`, or `x` for an extreme), the number of
-/// values, then each as 4 bytes for its length, its bytes, and 8 for its count.
+/// Writes a multiset of `len` values: `tag` (`v`; `x` for what an append-only input keeps, an
+/// extreme or values without counts, each counted once), the number of values, then each as 4
+/// bytes for its length, its bytes, and 8 for its count.
 fn encode_values<'a, V: AsRef<[u8]> + 'a>(
     out: &mut Vec<u8>,
     tag: u8,

@@ -52,10 +52,7 @@ pub(crate) fn empty_sets(plans: &[AggPlan]) -> Vec<SharedSet> {
     let mut sets: Vec<SharedSet> = Vec::new();
     for plan in plans {
         if let Some(Share { set, .. }) = &plan.share {
-            while sets.len() <= *set {
-                sets.push(empty(plan));
-            }
-            sets[*set] = empty(plan);
+            sets.resize_with(sets.len().max(set + 1), || empty(plan));
         }
     }
     sets
@@ -73,7 +70,7 @@ pub(crate) struct Share {
 
 /// Makes the aggregates of `plans` that can share a set share it, `columns[k]` being the
 /// column aggregate `k`'s argument is, if it is one as it is; returns how many sets a group
-/// keeps. An aggregate that shares with no other keeps its own multiset.
+/// keeps. An aggregate that shares with no other keeps its own values.
 pub(crate) fn share(plans: &mut [AggPlan], columns: &[Option<usize>]) -> usize {
     let mut by_column: Vec<(usize, Vec<usize>)> = Vec::new();
     for (k, plan) in plans.iter().enumerate() {
