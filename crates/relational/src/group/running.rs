@@ -603,12 +603,29 @@ fn decode(
     (e.sub_key == GROUP)
         .then(|| Group::decode(e.value, plans))
         .flatten()
-        .ok_or_else(|| OperatorError::Execution {
-            operator: name.to_string(),
-            message: format!(
-                "the checkpoint's aggregate state holds an entry in {} that is not a group of this aggregate: the state is corrupt, or the query changed its aggregates; restore from an earlier checkpoint",
-                e.kg
-            ),
+        .ok_or_else(|| {
+            // A group of the same aggregates over an append-only input keeps less than an
+            // updating input needs (`acc.rs`): say so rather than call it corrupt.
+            let append_only: Vec<super::acc::AggPlan> = plans
+                .iter()
+                .cloned()
+                .map(super::acc::AggPlan::over_append_only)
+                .collect();
+            let message = if e.sub_key == GROUP && Group::decode(e.value, &append_only).is_some() {
+                format!(
+                    "the checkpoint was taken when this aggregate's input was append-only, and its MIN, MAX and COUNT(DISTINCT …) kept only what such an input needs (the least or greatest value; each value once, without a count). Its input is updating now (it takes rows back), which needs every value and its count: the state in {} cannot be restored into it. Run the query from scratch (--from-scratch), or resume it with its input as it was",
+                    e.kg
+                )
+            } else {
+                format!(
+                    "the checkpoint's aggregate state holds an entry in {} that is not a group of this aggregate: the state is corrupt, or the query changed its aggregates; run the query from scratch (--from-scratch), or resume it as it was",
+                    e.kg
+                )
+            };
+            OperatorError::Execution {
+                operator: name.to_string(),
+                message,
+            }
         })
 }
 
@@ -628,4 +645,50 @@ fn having_as_written(having: &str, aggs: &[anduin_expr::CompiledAggregate]) -> S
             .replace(&a.name, &a.site.text);
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::group::acc::{AggPlan, Fun};
+    use anduin_state::KeyGroup;
+    use arrow::datatypes::DataType;
+
+    #[test]
+    fn a_checkpoint_taken_over_an_append_only_input_restored_over_an_updating_one_says_so() {
+        let updating = vec![
+            AggPlan::new(Fun::Max, &DataType::Int64).expect("a plan"),
+            AggPlan::new(Fun::CountDistinct, &DataType::Int64).expect("a plan"),
+        ];
+        let append_only: Vec<AggPlan> = updating
+            .iter()
+            .cloned()
+            .map(AggPlan::over_append_only)
+            .collect();
+        let kept = Group::new(&append_only).encode();
+        let entry = |value| TableEntry {
+            kg: KeyGroup(3),
+            group_key: b"k",
+            sub_key: GROUP,
+            value,
+        };
+        let message = |r: Result<Group, OperatorError>| match r {
+            Ok(_) => panic!("restored"),
+            Err(e) => e.to_string(),
+        };
+        let err = message(decode("agg", &updating, &entry(&kept)));
+        assert!(
+            err.contains("input was append-only")
+                && err.contains("updating now")
+                && err.contains("--from-scratch")
+                && !err.contains("corrupt"),
+            "{err}"
+        );
+        // Bytes of no group at all are still called corrupt.
+        let err = message(decode("agg", &updating, &entry(b"nope")));
+        assert!(err.contains("corrupt"), "{err}");
+        // The other way, a multiset's group restores into what an append-only input keeps.
+        let multisets = Group::new(&updating).encode();
+        assert!(decode("agg", &append_only, &entry(&multisets)).is_ok());
+    }
 }
