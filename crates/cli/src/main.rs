@@ -76,8 +76,8 @@ enum Command {
 /// Turns transparent huge pages off for this process and those it starts (workers, a
 /// coordinator), unless `ANDUIN_TRANSPARENT_HUGE_PAGES=1`. The allocator returns freed memory
 /// to the kernel and takes it back as batches come and go; as huge pages, each time costs the
-/// kernel the zeroing of 2 MiB, up to a third of a stateful query's time (Nexmark q4, q9,
-/// q17–q19: 30–40 % faster without them; docs/benchmarks.md). Databases advise the same
+/// kernel the zeroing of 2 MiB, up to a third of a stateful query's time (Nexmark q4, q6, q9,
+/// q17–q20: 9–42 % faster without them; docs/benchmarks.md). Databases advise the same
 /// (Redis, MongoDB). Where the kernel refuses, nothing changes.
 fn without_transparent_huge_pages() {
     if std::env::var_os("ANDUIN_TRANSPARENT_HUGE_PAGES").is_some_and(|v| v == "1") {
