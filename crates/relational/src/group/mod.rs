@@ -7,9 +7,10 @@
 //! Its input may be append-only, or updating (another `aggregate`'s output, filtered or
 //! projected): a `+I` or `+U` row is added to its group, a `-U` or `-D` row taken out of it.
 //! The aggregates are `COUNT`, `SUM`, `AVG`, `MIN`, `MAX` (a multiset of values, so that any
-//! row can be taken out; over an append-only input only the extreme), `COUNT(DISTINCT …)` and the user's aggregates (WebAssembly or
-//! JavaScript; over an updating input only those with a `retract`, refused otherwise), each
-//! with an optional `FILTER (WHERE …)` (`acc.rs`). The changes a batch makes are emitted after it, one change per group touched
+//! row can be taken out; over an append-only input only the extreme: `extreme.rs`),
+//! `COUNT(DISTINCT …)` (several over one column share their values: `shared.rs`) and the
+//! user's aggregates (WebAssembly or JavaScript; over an updating input only those with a
+//! `retract`, refused otherwise), each with an optional `FILTER (WHERE …)` (`acc.rs`). The changes a batch makes are emitted after it, one change per group touched
 //! (a mini-batch of one input batch): the changes of a group never cancel out in between, and
 //! a group whose result did not change emits nothing. A row an aggregate's argument or
 //! filter fails on goes to the dead letters (or stops the query, with `on_error = "fail"`),
@@ -271,7 +272,8 @@ pub fn bind(op: &OperatorDef, inputs: &[(&str, SchemaRef)]) -> Result<Binding<Bo
                 ));
             }
         }
-        // No row of an append-only input is taken out: a MIN or MAX keeps its extreme only.
+        // No row of an append-only input is taken out: a MIN or MAX keeps its extreme only,
+        // a COUNT(DISTINCT …) of ints its values without counts.
         plans.push(match change_in {
             None => plan.over_append_only(),
             Some(_) => plan,
